@@ -1,0 +1,97 @@
+package capsfilter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// deniedExact and deniedPrefixes are the operator-only function ids of
+// contract §12.1. Matching is a plain string comparison / prefix test.
+var (
+	deniedExact    = []string{"state::claim-namespace"}
+	deniedPrefixes = []string{
+		"harness::state::",
+		"provider::openai-codex::login::",
+		"provider::openai-codex::auth::",
+		"provider-openai-codex::state::",
+	}
+	// triggerControls may never be a binding's target (§12.2).
+	triggerControls = []string{"engine::register_trigger", "engine::unregister_trigger"}
+)
+
+// ErrDenied is wrapped by every refusal of this file, so callers can tell a
+// policy refusal from other failures with errors.Is.
+var ErrDenied = errors.New("refused by the code-runner bridge policy")
+
+// Refusal is a deny-list refusal. Its Error text is the exact guest-visible
+// message of contract §12.
+type Refusal struct {
+	msg string
+}
+
+// Error returns the refusal text.
+func (r *Refusal) Error() string { return r.msg }
+
+// Unwrap makes errors.Is(err, ErrDenied) true.
+func (r *Refusal) Unwrap() error { return ErrDenied }
+
+// isOperatorOnly reports whether id is on the deny-list of §12.1.
+func isOperatorOnly(id string) bool {
+	for _, e := range deniedExact {
+		if id == e {
+			return true
+		}
+	}
+	for _, p := range deniedPrefixes {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckFunction refuses a guest bus call to an operator-only function id
+// (contract §12.1). It returns nil for every other id.
+func CheckFunction(functionID string) error {
+	if isOperatorOnly(functionID) {
+		return &Refusal{msg: fmt.Sprintf("operator-only function `%s` is not available through code-runner", functionID)}
+	}
+	return nil
+}
+
+// CheckTriggerTarget refuses a trigger binding whose target function is
+// operator-only or is itself a trigger control (contract §12.2).
+func CheckTriggerTarget(functionID string) error {
+	denied := isOperatorOnly(functionID)
+	for _, c := range triggerControls {
+		if functionID == c {
+			denied = true
+		}
+	}
+	if denied {
+		return &Refusal{msg: fmt.Sprintf("operator-only trigger target `%s` cannot be bound through code-runner; invoke trigger controls directly so their targets can be checked", functionID)}
+	}
+	return nil
+}
+
+// CheckGuestTrigger applies every check of contract §12.3 to a guest
+// iii.trigger call: the function check on functionID and, for a call of
+// engine::register_trigger, the target check on the payload's function_id
+// (a payload without a string function_id is refused).
+func CheckGuestTrigger(functionID string, payload json.RawMessage) error {
+	if err := CheckFunction(functionID); err != nil {
+		return err
+	}
+	if functionID != "engine::register_trigger" {
+		return nil
+	}
+	var p struct {
+		FunctionID *string `json:"function_id"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil || p.FunctionID == nil {
+		return &Refusal{msg: "invalid trigger registration: `function_id` must name a target"}
+	}
+	return CheckTriggerTarget(*p.FunctionID)
+}
