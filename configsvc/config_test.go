@@ -1,0 +1,217 @@
+package configsvc
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestSchemaPropertiesEqualStructFields(t *testing.T) {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(Schema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if len(schema.Properties) != 14 {
+		t.Fatalf("schema has %d properties, contract §17.1 has 14", len(schema.Properties))
+	}
+	if !reflect.DeepEqual(Keys(), fieldKeys()) {
+		t.Fatalf("schema keys %v\n!= Config fields %v (same order expected)", Keys(), fieldKeys())
+	}
+	var defaults map[string]any
+	if err := json.Unmarshal(DefaultsJSON(), &defaults); err != nil {
+		t.Fatal(err)
+	}
+	for k := range schema.Properties {
+		if _, ok := defaults[k]; !ok {
+			t.Errorf("default for %s missing", k)
+		}
+	}
+}
+
+func TestDefaultsMatchContract(t *testing.T) {
+	d := Defaults()
+	want := Config{MaxRuntimes: 32, DefaultTimeoutMS: 5000, MaxTimeoutMS: 30000, IdleTTLSecs: 900,
+		HeapMB: 128, ExternalMB: 64, ScratchMB: 8, ScratchFiles: 64, ScratchRoot: nil, InjectGuidance: true,
+		MaxResultBytes: 32768, MaxStreamBytes: 16384, WarmPoolNode: 2, WarmPoolPython: 2}
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("Defaults() = %+v\nwant %+v", d, want)
+	}
+	if got := string(d.JSON()); got != string(DefaultsJSON()) {
+		t.Fatalf("Config.JSON of defaults %s != DefaultsJSON %s", got, DefaultsJSON())
+	}
+}
+
+func TestFromJSON(t *testing.T) {
+	t.Run("null is defaults", func(t *testing.T) {
+		c, err := FromJSON([]byte("null"))
+		if err != nil || !reflect.DeepEqual(c, Defaults()) {
+			t.Fatalf("%+v %v", c, err)
+		}
+	})
+	t.Run("missing keys take defaults", func(t *testing.T) {
+		c, err := FromJSON([]byte(`{"max_runtimes": 3, "scratch_root": "/var/tmp"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxRuntimes != 3 || c.HeapMB != 128 || c.ScratchRootOrEmpty() != "/var/tmp" {
+			t.Fatalf("%+v", c)
+		}
+	})
+	t.Run("every problem is reported at once", func(t *testing.T) {
+		_, err := FromJSON([]byte(`{"max_runtimes": -1, "heap_mb": "big", "bogus": 1, "warm_pool_node": 17, "inject_guidance": "yes", "other": true}`))
+		got := Problems(err)
+		want := []string{
+			"/bogus: unknown key",
+			"/heap_mb: invalid type. Expected: integer, given: string",
+			"/inject_guidance: invalid type. Expected: boolean, given: string",
+			"/max_runtimes: must be greater than or equal to 0",
+			"/other: unknown key",
+			"/warm_pool_node: must be less than or equal to 16",
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if !strings.Contains(err.Error(), "/bogus: unknown key; /heap_mb") {
+			t.Fatalf("Error() does not join with '; ': %s", err)
+		}
+	})
+	t.Run("not an object", func(t *testing.T) {
+		_, err := FromJSON([]byte(`[1]`))
+		if got := Problems(err); len(got) != 1 || got[0] != "/: the configuration must be a mapping of keys to values, got a list" {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("integer beyond int64", func(t *testing.T) {
+		_, err := FromJSON([]byte(`{"max_runtimes": 100000000000000000000000}`))
+		if got := Problems(err); len(got) != 1 || got[0] != "/max_runtimes: value out of range for this key" {
+			t.Fatalf("%v", got)
+		}
+	})
+}
+
+func env(m map[string]string) LookupEnv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseYAML(t *testing.T) {
+	tests := []struct {
+		name  string
+		yaml  string
+		env   map[string]string
+		check func(Config) bool
+		probs []string
+	}{
+		{name: "flat layout", yaml: "max_runtimes: 4\nheap_mb: 256\n",
+			check: func(c Config) bool { return c.MaxRuntimes == 4 && c.HeapMB == 256 && c.ScratchMB == 8 }},
+		{name: "fs-adapter layout with value", yaml: "id: code-runner\nname: code-runner\ndescription: x\nvalue:\n  max_result_bytes: 1000\nmetadata: {ui_form: code-runner}\n",
+			check: func(c Config) bool { return c.MaxResultBytes == 1000 && c.MaxRuntimes == 32 }},
+		{name: "empty file is defaults", yaml: "",
+			check: func(c Config) bool { return reflect.DeepEqual(c, Defaults()) }},
+		{name: "placeholder with default re-parsed as integer", yaml: "max_runtimes: ${RT:7}\n",
+			check: func(c Config) bool { return c.MaxRuntimes == 7 }},
+		{name: "placeholder from env", yaml: "max_runtimes: ${RT}\nscratch_root: /data/${WHO}/scratch\n", env: map[string]string{"RT": "9", "WHO": "ops"},
+			check: func(c Config) bool { return c.MaxRuntimes == 9 && c.ScratchRootOrEmpty() == "/data/ops/scratch" }},
+		{name: "placeholder to boolean", yaml: "inject_guidance: ${GUIDE:false}\n",
+			check: func(c Config) bool { return !c.InjectGuidance }},
+		{name: "null scratch_root", yaml: "scratch_root: null\n",
+			check: func(c Config) bool { return c.ScratchRoot == nil }},
+		{name: "unset variable without default and a schema problem together", yaml: "max_runtimes: ${NOPE}\nheap_mb: -5\nbad_key: 1\n",
+			probs: []string{
+				"/bad_key: unknown key",
+				"/heap_mb: must be greater than or equal to 0",
+				"/max_runtimes: environment variable NOPE is not set and the placeholder has no default (write ${NOPE:default})",
+			}},
+		{name: "bad key and bad type in fs layout", yaml: "value:\n  max_runtimes: lots\n  colour: red\n",
+			probs: []string{"/colour: unknown key", "/max_runtimes: invalid type. Expected: integer, given: string"}},
+		{name: "yaml syntax error", yaml: "max_runtimes: [1,\n",
+			probs: []string{"/: not valid YAML: line 1: did not find expected node content"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseYAML([]byte(tc.yaml), env(tc.env))
+			if tc.probs != nil {
+				if got := Problems(err); !reflect.DeepEqual(got, tc.probs) {
+					t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.probs, "\n"))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+func TestDiffAndDescribe(t *testing.T) {
+	old := Defaults()
+	nu := old
+	nu.MaxResultBytes = 65536
+	nu.HeapMB = 256
+	nu.WarmPoolPython = 0
+	got := Describe("configuration worker", Diff(old, nu), LiveCounts{Node: 3})
+	want := "configuration applied (configuration worker): heap_mb 128 → 256 (node runtimes created from now on; 3 live runtimes keep 128); max_result_bytes 32768 → 65536 (next call); warm_pool_python 2 → 0 (pool resizes in the background)"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if got := Describe("config file", Diff(old, old), LiveCounts{}); got != "configuration refreshed (config file): no changes" {
+		t.Fatal(got)
+	}
+	root := "/srv/scratch"
+	nu2 := old
+	nu2.ScratchRoot = &root
+	nu2.InjectGuidance = false
+	nu2.MaxRuntimes = 4
+	got = Describe("config file", Diff(old, nu2), LiveCounts{})
+	want = `configuration applied (config file): max_runtimes 32 → 4 (immediately; live runtimes are never killed); scratch_root null → "/srv/scratch" (node runtimes created from now on); inject_guidance true → false (next hook call)`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestStoreSwapIsWholeUnderConcurrency(t *testing.T) {
+	a := Defaults()
+	b := Defaults()
+	b.MaxResultBytes, b.MaxStreamBytes = 1, 1
+	s := NewStore(a, "defaults")
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				snap := s.Load()
+				if (snap.Config.MaxResultBytes == 1) != (snap.Config.MaxStreamBytes == 1) {
+					t.Error("observed a mixed snapshot")
+					return
+				}
+			}
+		}()
+	}
+	var last uint64
+	for i := 0; i < 2000; i++ {
+		cfg := a
+		if i%2 == 0 {
+			cfg = b
+		}
+		_, cur := s.Swap(cfg, "test")
+		if cur.Seq <= last {
+			t.Fatalf("seq went from %d to %d", last, cur.Seq)
+		}
+		last = cur.Seq
+	}
+	close(stop)
+	wg.Wait()
+}
