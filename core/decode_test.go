@@ -1,0 +1,92 @@
+package core
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestDecodeRun(t *testing.T) {
+	tests := []struct {
+		payload string
+		want    string // error text, "" = ok
+	}{
+		{`"code"`, "invalid request: expected a JSON object"},
+		{`null`, "invalid request: expected a JSON object"},
+		{`{}`, "invalid request: `code` is required"},
+		{`{"code": null}`, "invalid request: `code` is required"},
+		{`{"keep": "yes"}`, "invalid request: `code` is required"}, // first problem in property order
+		{`{"code": 1}`, "invalid request: `code` must be a string"},
+		{`{"code": "", "keep": 1}`, "invalid request: `keep` must be a boolean"},
+		{`{"code": "", "lang": "ruby"}`, "invalid request: `lang` must be \"node\" or \"python\""},
+		{`{"code": "", "runtime_id": 5}`, "invalid request: `runtime_id` must be a string"},
+		{`{"code": "", "timeout_ms": -1}`, "invalid request: `timeout_ms` must be a non-negative integer"},
+		{`{"code": "", "timeout_ms": 1.5}`, "invalid request: `timeout_ms` must be a non-negative integer"},
+		{`{"code": "", "memory_mb": 4294967296}`, "invalid request: `memory_mb` must be a non-negative integer"},
+		{`{"code": "x", "lang": null, "runtime_id": null, "timeout_ms": null, "memory_mb": null, "_caller_worker_id": "w", "network": true}`, ""},
+		{`{"code": "x", "timeout_ms": 5.0, "memory_mb": 0}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.payload, func(t *testing.T) {
+			_, err := DecodeRun(json.RawMessage(tc.payload))
+			got := ""
+			if err != nil {
+				got = strings.TrimPrefix(err.Error(), "code-runner::invalid_request: ")
+			}
+			if got != tc.want {
+				t.Fatalf("got %q want %q", got, tc.want)
+			}
+		})
+	}
+	r, _ := DecodeRun(json.RawMessage(`{"code":"c","keep":true,"lang":"python","runtime_id":"rt-1","timeout_ms":250,"memory_mb":0}`))
+	if r.Code != "c" || !r.Keep || r.Lang != LangPython || r.RuntimeID != "rt-1" || r.TimeoutMS != 250 || r.MemoryMB == nil || *r.MemoryMB != 0 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestDecodeRegisterAndTeardown(t *testing.T) {
+	if _, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","source":"x"}`)); err == nil || !strings.HasSuffix(err.Error(), "`lang` is required") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := DecodeRegister(json.RawMessage(`{"description":3,"function_id":"a::b","lang":"node","source":"x"}`)); err == nil || !strings.HasSuffix(err.Error(), "`description` must be a string") {
+		t.Fatalf("%v", err)
+	}
+	r, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","lang":"node","source":"x","request_format":{"type":"object"},"response_format":null}`))
+	if err != nil || r.RequestFormat == nil || r.ResponseFormat != nil || r.Description != nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	td, err := DecodeTeardown(json.RawMessage(`{"namespace":"app","runtime_id":null}`))
+	if err != nil || td.Namespace != "app" || td.RuntimeID != "" {
+		t.Fatalf("%+v %v", td, err)
+	}
+}
+
+func TestCheckFormat(t *testing.T) {
+	big := `{"type":"object","description":"` + strings.Repeat("x", 16400) + `"}`
+	tests := []struct{ raw, want string }{
+		{`"object"`, `request_format must be a JSON Schema OBJECT, e.g. {"type": "object"} — got a string`},
+		{`[]`, `request_format must be a JSON Schema OBJECT, e.g. {"type": "object"} — got an array`},
+		{`12`, `request_format must be a JSON Schema OBJECT, e.g. {"type": "object"} — got a number`},
+		{`true`, `request_format must be a JSON Schema OBJECT, e.g. {"type": "object"} — got a boolean`},
+		{`null`, `request_format must be a JSON Schema OBJECT, e.g. {"type": "object"} — got null`},
+		{`{}`, `request_format constrains nothing — a schema needs at least one of ["type", "properties", "$ref", "enum", "const", "anyOf", "oneOf", "allOf", "not", "items"] at its top level (an empty object is the "any" you already get by omitting the field)`},
+		{big, "request_format is 16434 bytes serialized; the limit is 16384"},
+		{`{"anyOf":[{"type":"string"}]}`, ""},
+	}
+	for _, tc := range tests {
+		name := tc.raw
+		if len(name) > 30 {
+			name = name[:30]
+		}
+		t.Run(name, func(t *testing.T) {
+			err := CheckFormat("request_format", json.RawMessage(tc.raw))
+			got := ""
+			if err != nil {
+				got = strings.TrimPrefix(err.Error(), "code-runner::invalid_request: ")
+			}
+			if got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+)
+
+// Engine creates runtimes of one language. engines/node and engines/python
+// implement it; core never imports them.
+type Engine interface {
+	// Lang is the language this engine runs.
+	Lang() Lang
+	// Available returns nil when the engine can create runtimes, else the
+	// reason it cannot (for example a python boot failure).
+	Available() error
+	// NewRuntime creates a runtime, or hands out a pooled one. Boot time is
+	// not part of any run budget: ctx only bounds how long the caller waits.
+	NewRuntime(ctx context.Context, opts RuntimeOptions) (Runtime, error)
+}
+
+// RuntimeOptions are bound to a runtime when it is created or handed out.
+type RuntimeOptions struct {
+	// MemoryMB is the request's memory_mb (0 = the language default).
+	MemoryMB uint32
+	// Namespace is what the guest sees as iii.namespace: "code-runner::<token>::"
+	// for run runtimes, "<ns>::" for namespace runtimes.
+	Namespace string
+	// Config supplies the per-runtime limits (heap_mb, external_mb, scratch_*)
+	// as of creation.
+	Config *configsvc.Config
+}
+
+// Runtime is one sandbox. Calls to Run are serialized by the caller.
+type Runtime interface {
+	// Run executes code. ctx carries the run's deadline; the returned error
+	// is an *Error (timeout, resource_exhausted, engine) when the run did not
+	// produce a response. A tenant failure is an Outcome with ExitCode 1.
+	Run(ctx context.Context, exec Exec) (Outcome, error)
+	// Alive reports whether the runtime can serve another call. A node
+	// runtime that was terminated (timeout, memory) is not alive.
+	Alive() bool
+	// Destroy releases everything the runtime holds — its bus registrations,
+	// scratch directory and process or instance — and returns the function
+	// ids it unregistered. It is idempotent: later calls return nil.
+	Destroy() []string
+}
+
+// Exec is one execution request handed to a Runtime.
+type Exec struct {
+	Code   string
+	Bridge Bridge
+}
+
+// Outcome is what a run produced (before the output caps).
+type Outcome struct {
+	Stdout   string
+	Stderr   string
+	ExitCode int64
+	Result   json.RawMessage // nil means null
+}
+
+// Invocation is a bus call made on a guest's behalf.
+type Invocation struct {
+	FunctionID string
+	Data       json.RawMessage // never nil on the wire: nil is sent as null
+	// Action is nil for request/response, or the raw wire action object
+	// ({"type":"void"} or {"type":"enqueue","queue":…}).
+	Action  json.RawMessage
+	Timeout time.Duration
+}
+
+// Transport performs bus calls. The iii client implements it in the worker;
+// local mode implements it in-process.
+type Transport interface {
+	Invoke(ctx context.Context, inv Invocation) (json.RawMessage, error)
+}
+
+// GuestTrigger is a guest's iii.trigger request after argument checks.
+type GuestTrigger struct {
+	FunctionID string
+	Payload    json.RawMessage
+	Action     json.RawMessage
+	// TimeoutMS is the guest's requested timeout (0 = absent).
+	TimeoutMS uint64
+	// Deadline is the enclosing run's deadline (zero = none active).
+	Deadline time.Time
+}
+
+// Bridge is what guest code reaches the bus through: the Transport behind the
+// deny-list and the guest timeout rules (contract §6.3, §12).
+type Bridge interface {
+	Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error)
+	// CheckTriggerTarget refuses a binding whose target is operator-only.
+	CheckTriggerTarget(functionID string) error
+}

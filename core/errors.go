@@ -1,0 +1,115 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Code is a code-runner error code; it travels as the wire error's `code`.
+type Code string
+
+// The eight error codes of contract §16.2.
+const (
+	CodeInvalidRequest    Code = "code-runner::invalid_request"
+	CodeRuntimeNotFound   Code = "code-runner::runtime_not_found"
+	CodeExpired           Code = "code-runner::expired"
+	CodeCapacity          Code = "code-runner::capacity"
+	CodeTimeout           Code = "code-runner::timeout"
+	CodeResourceExhausted Code = "code-runner::resource_exhausted"
+	CodeHandlerError      Code = "code-runner::handler_error"
+	CodeEngine            Code = "code-runner::engine"
+)
+
+// Codes lists every code in the order of contract §16.2.
+var Codes = []Code{CodeInvalidRequest, CodeRuntimeNotFound, CodeExpired, CodeCapacity,
+	CodeTimeout, CodeResourceExhausted, CodeHandlerError, CodeEngine}
+
+// Error is a failed invocation. Its Error() is the wire message
+// "<code>: <text>" (decision D14).
+type Error struct {
+	Code  Code
+	Text  string
+	Cause error // for logs only; never sent on the wire
+}
+
+// Error returns "<code>: <text>".
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Text }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Errorf builds an *Error whose text is formatted like fmt.Sprintf.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Text: fmt.Sprintf(format, args...)}
+}
+
+// WireError is the `error` object of an invocationresult (contract §16.1).
+type WireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Wire renders e in its wire shape.
+func (e *Error) Wire() WireError {
+	return WireError{Code: string(e.Code), Message: e.Error()}
+}
+
+// MarshalJSON renders e in its wire shape.
+func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.Wire()) }
+
+// AsError returns err as an *Error. Anything else becomes the internal
+// `code-runner::engine` error for functionID, keeping err as the cause.
+func AsError(err error, functionID string) *Error {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return &Error{Code: CodeEngine, Text: fmt.Sprintf("internal error while handling %s; see the worker logs", functionID), Cause: err}
+}
+
+// Catalogue constructors for messages used in more than one place
+// (contract §16.3).
+
+// ErrCapacity is `all <n> runtime slots are in use`.
+func ErrCapacity(max int64) *Error {
+	return Errorf(CodeCapacity, "all %d runtime slots are in use", max)
+}
+
+// ErrTimeout is `execution exceeded its deadline`.
+func ErrTimeout() *Error { return Errorf(CodeTimeout, "execution exceeded its deadline") }
+
+// ErrUnknownRuntime is `unknown runtime_id <id>`.
+func ErrUnknownRuntime(id string) *Error {
+	return Errorf(CodeRuntimeNotFound, "unknown runtime_id %s", id)
+}
+
+// ErrExpired is the expired-runtime message for a held id.
+func ErrExpired(id string) *Error {
+	return Errorf(CodeExpired, "runtime %s expired: it was reaped or killed and its functions unregistered — call run again without this runtime_id to get a fresh one (its scratch directory starts empty)", id)
+}
+
+// ErrLostMidRun replaces not-found/expired for callers that held no id (§8).
+func ErrLostMidRun() *Error {
+	return Errorf(CodeEngine, "the run's runtime was reaped or lost mid-run; retry")
+}
+
+// ErrPythonUnavailable is returned for python requests when the python
+// engine did not boot.
+func ErrPythonUnavailable() *Error {
+	return Errorf(CodeEngine, "the python engine failed to start on this worker; check its boot logs")
+}
+
+// ErrNodeMemory is the node memory-cap message.
+func ErrNodeMemory() *Error {
+	return Errorf(CodeResourceExhausted, "the runtime exceeded its memory cap and was killed")
+}
+
+// ErrPythonMemory is the python memory-cap message.
+func ErrPythonMemory() *Error {
+	return Errorf(CodeResourceExhausted, "run exceeded its memory cap and was killed")
+}
+
+// ErrFunctionNotFound is what the wire layer answers, with the engine-standard
+// code `function_not_found`, for an id the worker does not serve.
+var ErrFunctionNotFound = errors.New("function not found")

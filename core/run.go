@@ -1,0 +1,177 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"time"
+)
+
+// RunService is the terminal handler of code-runner::run: routing and
+// validation in the order of contract §3.3, and the lifecycle of §3.4.
+type RunService struct {
+	Registry *Registry
+	Engines  map[Lang]Engine
+	Log      *slog.Logger
+}
+
+// DecodeRunCall is the Decoder of the run route.
+func DecodeRunCall(call *Call) error {
+	req, err := DecodeRun(call.Payload)
+	if err != nil {
+		return err
+	}
+	call.Request = req
+	call.Held = req.RuntimeID
+	call.TimeoutMS = req.TimeoutMS
+	return nil
+}
+
+// Handle runs call (whose Request is a *RunRequest) and returns a
+// *RunResponse.
+func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
+	req := call.Request.(*RunRequest)
+	if req.MemoryMB != nil && req.RuntimeID != "" {
+		return nil, Errorf(CodeInvalidRequest, "`memory_mb` is fixed when a runtime is created; omit it when passing `runtime_id`")
+	}
+	if req.RuntimeID != "" {
+		k, state := s.Registry.Lookup(req.RuntimeID)
+		switch state {
+		case StateTombstoned:
+			return nil, ErrExpired(req.RuntimeID)
+		case StateUnknown:
+			return nil, ErrUnknownRuntime(req.RuntimeID)
+		}
+		if req.Lang != "" && req.Lang != k.Lang {
+			return nil, Errorf(CodeInvalidRequest, "this runtime runs %s; omit `lang` or pass the matching one — languages cannot be mixed in one runtime", k.Lang)
+		}
+		if err := checkCodeSize(req.Code); err != nil {
+			return nil, err
+		}
+		return s.runKept(ctx, call, req, k)
+	}
+	if req.Lang == "" {
+		return nil, Errorf(CodeInvalidRequest, "`lang` is required when there is no `runtime_id`: \"node\" or \"python\"")
+	}
+	if err := checkCodeSize(req.Code); err != nil {
+		return nil, err
+	}
+	eng, err := s.engine(req.Lang)
+	if err != nil {
+		return nil, err
+	}
+	slot, err := s.Registry.AcquireSlot(call.Config.MaxRuntimes)
+	if err != nil {
+		return nil, err
+	}
+	var mem uint32
+	if req.MemoryMB != nil {
+		mem = *req.MemoryMB
+	}
+	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config})
+	if err != nil {
+		slot.Release()
+		return nil, AsError(err, call.FunctionID)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, call.Budget)
+	defer cancel()
+	out, runErr := rt.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge})
+	if runErr == nil && req.Keep && out.ExitCode == 0 && rt.Alive() {
+		k := s.Registry.Adopt(req.Lang, rt, slot)
+		return response(call, out, k.ID), nil
+	}
+	rt.Destroy()
+	slot.Release()
+	if runErr != nil {
+		return nil, runErr
+	}
+	return response(call, out, ""), nil
+}
+
+func (s *RunService) runKept(ctx context.Context, call *Call, req *RunRequest, k *Kept) (any, error) {
+	// The deadline is armed when the call starts waiting for the runtime.
+	runCtx, cancel := context.WithTimeout(ctx, call.Budget)
+	defer cancel()
+	if !k.Acquire(runCtx) {
+		return nil, ErrTimeout()
+	}
+	out, runErr := k.Runtime.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge})
+	alive := k.Runtime.Alive()
+	k.Release()
+	if !alive {
+		if s.Registry.Forget(k, true) {
+			k.Runtime.Destroy()
+		}
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	return response(call, out, k.ID), nil
+}
+
+func (s *RunService) engine(lang Lang) (Engine, error) {
+	eng, ok := s.Engines[lang]
+	if !ok {
+		if lang == LangPython {
+			return nil, ErrPythonUnavailable()
+		}
+		return nil, Errorf(CodeEngine, "the %s engine is not available on this worker", lang)
+	}
+	if err := eng.Available(); err != nil {
+		if lang == LangPython {
+			return nil, &Error{Code: CodeEngine, Text: ErrPythonUnavailable().Text, Cause: err}
+		}
+		return nil, &Error{Code: CodeEngine, Text: "the node engine is not available on this worker; check its boot logs", Cause: err}
+	}
+	return eng, nil
+}
+
+func checkCodeSize(code string) error {
+	if len(code) > MaxCodeBytes {
+		return Errorf(CodeInvalidRequest, "code is %d bytes; max %d", len(code), MaxCodeBytes)
+	}
+	return nil
+}
+
+func response(call *Call, out Outcome, runtimeID string) *RunResponse {
+	d := time.Since(call.Received)
+	return &RunResponse{
+		RuntimeID:  runtimeID,
+		Stdout:     out.Stdout,
+		Stderr:     out.Stderr,
+		ExitCode:   out.ExitCode,
+		Success:    out.ExitCode == 0,
+		DurationMS: uint64(d / time.Millisecond),
+		Result:     out.Result,
+	}
+}
+
+// TeardownRuntime destroys a kept runtime addressed by id (contract §14 rule
+// 3): it waits for an in-flight call (bounded by that call's own deadline),
+// then forgets the id without a tombstone and destroys the runtime,
+// reporting the function ids it unregistered, sorted.
+func (s *RunService) TeardownRuntime(ctx context.Context, id string) (*TeardownResponse, error) {
+	k, state := s.Registry.Lookup(id)
+	switch state {
+	case StateTombstoned:
+		return nil, ErrExpired(id)
+	case StateUnknown:
+		return nil, ErrUnknownRuntime(id)
+	}
+	if !k.Acquire(ctx) {
+		return nil, AsError(errors.New("teardown wait cancelled"), FnTeardown)
+	}
+	forgotten := s.Registry.Forget(k, false)
+	k.Release()
+	if !forgotten {
+		// A kill tombstoned it while we waited.
+		if _, st := s.Registry.Lookup(id); st == StateTombstoned {
+			return nil, ErrExpired(id)
+		}
+		return nil, ErrUnknownRuntime(id)
+	}
+	ids := append([]string{}, k.Runtime.Destroy()...)
+	sort.Strings(ids)
+	return &TeardownResponse{RuntimeID: id, TornDown: true, Unregistered: ids}, nil
+}

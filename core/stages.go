@@ -1,0 +1,134 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/code-runner-go/code-runner/capsfilter"
+	"github.com/code-runner-go/code-runner/configsvc"
+)
+
+// BridgePolicy attaches call.Bridge: call.Transport behind the deny-list and
+// the guest timeout clamp, both read from the call's configuration.
+func BridgePolicy(next Handler) Handler {
+	return func(ctx context.Context, call *Call) (any, error) {
+		call.Bridge = &policyBridge{transport: call.Transport, cfg: call.Config}
+		return next(ctx, call)
+	}
+}
+
+// TimeoutClamp sets call.Budget from call.TimeoutMS and the call's
+// configuration (contract §6.1, decisions D2/D9).
+func TimeoutClamp(next Handler) Handler {
+	return func(ctx context.Context, call *Call) (any, error) {
+		call.Budget = RunBudget(call.TimeoutMS, call.Config)
+		return next(ctx, call)
+	}
+}
+
+// RunBudget is min(t, max_timeout_ms), at least 1 ms, where t is requested
+// when non-zero, else default_timeout_ms.
+func RunBudget(requestedMS uint64, cfg *configsvc.Config) time.Duration {
+	t := requestedMS
+	if t == 0 {
+		t = uint64(cfg.DefaultTimeoutMS)
+	}
+	if max := uint64(cfg.MaxTimeoutMS); t > max {
+		t = max
+	}
+	if t < 1 {
+		t = 1
+	}
+	return time.Duration(t) * time.Millisecond
+}
+
+// OutputCap applies the result and stream caps of contract §7 to a
+// *RunResponse on the way out, with the call's configuration.
+func OutputCap(next Handler) Handler {
+	return func(ctx context.Context, call *Call) (any, error) {
+		res, err := next(ctx, call)
+		if r, ok := res.(*RunResponse); ok && err == nil {
+			r.Result = capsfilter.ResultCap(r.Result, int(call.Config.MaxResultBytes))
+			r.Stdout = capsfilter.StreamCap(r.Stdout, capsfilter.Stdout, int(call.Config.MaxStreamBytes))
+			r.Stderr = capsfilter.StreamCap(r.Stderr, capsfilter.Stderr, int(call.Config.MaxStreamBytes))
+		}
+		return res, err
+	}
+}
+
+// RedactUnheld rewrites not-found and expired errors for callers that held
+// no runtime id (contract §8 rule 2), so an id never reaches a caller that
+// did not already own it.
+func RedactUnheld(next Handler) Handler {
+	return func(ctx context.Context, call *Call) (any, error) {
+		res, err := next(ctx, call)
+		if err == nil || call.Held != "" {
+			return res, err
+		}
+		var ce *Error
+		if errors.As(err, &ce) && (ce.Code == CodeRuntimeNotFound || ce.Code == CodeExpired) {
+			return nil, ErrLostMidRun()
+		}
+		if ce != nil && capsfilter.ContainsRuntimeID(ce.Text) {
+			return nil, &Error{Code: ce.Code, Text: capsfilter.RedactRuntimeIDs(ce.Text), Cause: ce.Cause}
+		}
+		return res, err
+	}
+}
+
+// RunStages is the stage list of the run pipeline, outermost first: on the
+// way in the bridge policy is attached and the timeout clamped; on the way
+// out the output caps apply, then runtime-id redaction.
+func RunStages() []Stage {
+	return []Stage{RedactUnheld, OutputCap, BridgePolicy, TimeoutClamp}
+}
+
+// policyBridge enforces contract §12 and §6.3 in front of a Transport.
+type policyBridge struct {
+	transport Transport
+	cfg       *configsvc.Config
+}
+
+// guestMargin is kept back from the run's remaining budget so a guest call
+// fails in time for the guest to handle the error (§6.3).
+const guestMargin = 200 * time.Millisecond
+
+func (b *policyBridge) Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error) {
+	if err := capsfilter.CheckGuestTrigger(req.FunctionID, req.Payload); err != nil {
+		return nil, err
+	}
+	timeout := GuestTimeout(req.TimeoutMS, req.Deadline, time.Now(), b.cfg)
+	if b.transport == nil {
+		return nil, fmt.Errorf("no engine connection: %s cannot be reached", req.FunctionID)
+	}
+	return b.transport.Invoke(ctx, Invocation{FunctionID: req.FunctionID, Data: req.Payload, Action: req.Action, Timeout: timeout})
+}
+
+func (b *policyBridge) CheckTriggerTarget(functionID string) error {
+	return capsfilter.CheckTriggerTarget(functionID)
+}
+
+// GuestTimeout is the effective timeout of a guest bus call (contract §6.3):
+// max(1 ms, min(requested or default_timeout_ms, max_timeout_ms, remaining −
+// 200 ms)); with no active deadline only max_timeout_ms applies.
+func GuestTimeout(requestedMS uint64, deadline, now time.Time, cfg *configsvc.Config) time.Duration {
+	t := time.Duration(requestedMS) * time.Millisecond
+	if requestedMS == 0 {
+		t = time.Duration(cfg.DefaultTimeoutMS) * time.Millisecond
+	}
+	if max := time.Duration(cfg.MaxTimeoutMS) * time.Millisecond; t > max {
+		t = max
+	}
+	if !deadline.IsZero() {
+		if rem := deadline.Sub(now) - guestMargin; t > rem {
+			t = rem
+		}
+	}
+	if t < time.Millisecond {
+		t = time.Millisecond
+	}
+	return t
+}

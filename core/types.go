@@ -1,0 +1,125 @@
+package core
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+)
+
+// Lang names the engine behind a runtime.
+type Lang string
+
+// The two languages.
+const (
+	LangNode   Lang = "node"
+	LangPython Lang = "python"
+)
+
+// The worker's six function ids, in registration order (contract §2).
+const (
+	FnRun              = "code-runner::run"
+	FnTeardown         = "code-runner::teardown"
+	FnRegisterFunction = "code-runner::register_function"
+	FnInjectGuidance   = "code-runner::inject-guidance"
+	FnUIContent        = "code-runner::ui-content"
+	FnOnConfigChange   = "code-runner::on-config-change"
+)
+
+// WorkerFunctionIDs lists the six ids in registration order.
+var WorkerFunctionIDs = []string{FnRun, FnTeardown, FnRegisterFunction, FnInjectGuidance, FnUIContent, FnOnConfigChange}
+
+// Fixed limits of the contract.
+const (
+	MaxCodeBytes    = 1 << 20 // `code` and registration `source`
+	MaxPayloadBytes = 1 << 20 // handler payload
+)
+
+// Call is one invocation travelling through a Pipeline. The Router fills the
+// request fields; stages fill the rest before the terminal handler runs.
+type Call struct {
+	FunctionID string
+	Payload    json.RawMessage
+	Metadata   json.RawMessage
+	Received   time.Time // when handling began (duration_ms counts from here)
+
+	// Request is the decoded request (for example *RunRequest).
+	Request any
+	// Held is the runtime_id the caller supplied, "" for an unheld caller.
+	Held string
+	// TimeoutMS is the caller's requested budget; 0 means the default.
+	TimeoutMS uint64
+
+	// Config is the configuration this call runs under, loaded once from the
+	// chain's snapshot; never nil inside a stage.
+	Config *configsvc.Config
+	// Budget is the clamped wall-clock budget (set by the timeout clamp).
+	Budget time.Duration
+	// Transport reaches the bus; Bridge is Transport behind the bridge
+	// policy and is what engines hand to guest code.
+	Transport Transport
+	Bridge    Bridge
+}
+
+// RunRequest is the decoded code-runner::run request (contract §3.1).
+type RunRequest struct {
+	Code      string
+	Keep      bool
+	Lang      Lang   // "" when absent
+	RuntimeID string // "" when absent
+	TimeoutMS uint64 // 0 when absent
+	MemoryMB  *uint32
+}
+
+// RunResponse is the code-runner::run response; its field order is the wire
+// order of contract §3.2.
+type RunResponse struct {
+	RuntimeID  string          `json:"runtime_id,omitempty"`
+	Stdout     string          `json:"stdout"`
+	Stderr     string          `json:"stderr"`
+	ExitCode   int64           `json:"exit_code"`
+	Success    bool            `json:"success"`
+	DurationMS uint64          `json:"duration_ms"`
+	Result     json.RawMessage `json:"result"`
+}
+
+// MarshalJSON renders the response with result always present (null when
+// unset).
+func (r RunResponse) MarshalJSON() ([]byte, error) {
+	type wire RunResponse
+	w := wire(r)
+	if len(w.Result) == 0 {
+		w.Result = json.RawMessage("null")
+	}
+	return json.Marshal(w)
+}
+
+// TeardownRequest is the decoded code-runner::teardown request.
+type TeardownRequest struct {
+	Namespace string
+	RuntimeID string
+}
+
+// TeardownResponse is the code-runner::teardown response (contract §14).
+type TeardownResponse struct {
+	RuntimeID    string   `json:"runtime_id,omitempty"`
+	Namespace    string   `json:"namespace,omitempty"`
+	TornDown     bool     `json:"torn_down"`
+	Unregistered []string `json:"unregistered"`
+}
+
+// RegisterRequest is the decoded code-runner::register_function request.
+type RegisterRequest struct {
+	Description    *string
+	FunctionID     string
+	Lang           Lang
+	RequestFormat  json.RawMessage // nil when absent or null
+	ResponseFormat json.RawMessage
+	Source         string
+}
+
+// RegisterResponse is the code-runner::register_function response.
+type RegisterResponse struct {
+	FunctionID string `json:"function_id"`
+	Registered bool   `json:"registered"`
+}

@@ -1,0 +1,40 @@
+// Package guidance owns the usage guidance code-runner appends to agent
+// system prompts and the pre_generate mutation that appends it (contract
+// §18). It knows nothing about the bus: callers decode the harness event and
+// encode the Response.
+package guidance
+
+// Text is the guidance paragraph appended after the base prompt.
+const Text = "code-runner gives you a sandbox for quick calculations, reshaping data and small glue scripts, so reach for it before writing a throwaway shell script. " +
+	"Call code-runner::run with {lang, code}; the sandbox has no network, cannot see the host filesystem and has no packages. " +
+	"With lang \"node\" you get bare V8 — NOT Node: no npm, no require, no process, no fs, no fetch, no Buffer and no `global`. " +
+	"Your code is the body of an async function: `return x` becomes `result`, top-level await works, and anything that must outlive one call goes on `globalThis`. " +
+	"With lang \"python\" the code runs as a module: assign `result = x` (a top-level return is a SyntaxError), iii.trigger blocks until it answers, and files live under /work rather than iii.files. " +
+	"Each run is one-shot unless you pass keep: true, which returns a runtime_id you send back to reuse the same globals and files; treat `runtime_id` as a secret and call code-runner::teardown when you are finished with it. " +
+	"Console output comes back verbatim in stdout and stderr (not in logs); a script that throws still answers with a normal response whose exit_code is 1; an oversized result, stdout or stderr is replaced or trimmed around a marker, so print slices and return summaries. " +
+	"From inside code, await iii.trigger({ function_id, payload, timeout }) reaches any bus function; iii.registerFunction(id, handler, { description, request_format, response_format }) returns { unregister() }; iii.registerTrigger, iii.registerTriggerType and iii.unregisterTriggerType are there too; iii.namespace is the prefix your runtime may register under; iii.shutdown() throws by design. " +
+	"To publish a function that lasts, call code-runner::register_function { function_id: \"my-app::greet\", lang: \"node\", source: \"export function handler(p) { return p.n * 2 }\", description: \"what it does\" }: the source must DEFINE `handler(payload)` (a leading export is accepted only as the very first token, and a bare expression is refused), one runtime per language backs each namespace, always give a description, request_format and response_format are catalog metadata and not call-time validation, and claiming an id that is already taken fails with code-runner::invalid_request. " +
+	"A registered function stops resolving the moment it is torn down. Look a function up with engine::functions::info before calling one you do not know; the keep flag is how state survives between runs."
+
+// Mutations is the `mutations` object of a pre_generate response. An absent
+// SystemPrompt serializes to {} — the harness's no-op.
+type Mutations struct {
+	SystemPrompt *string `json:"system_prompt,omitempty"`
+}
+
+// Response is the pre_generate hook's answer.
+type Response struct {
+	Mutations Mutations `json:"mutations"`
+}
+
+// Apply returns the pre_generate answer for base, the system prompt so far.
+// When disabled, or when base is empty, it answers the no-op
+// {"mutations": {}}; otherwise the full replacement prompt base + "\n\n" +
+// Text.
+func Apply(base string, enabled bool) Response {
+	if !enabled || base == "" {
+		return Response{}
+	}
+	p := base + "\n\n" + Text
+	return Response{Mutations: Mutations{SystemPrompt: &p}}
+}

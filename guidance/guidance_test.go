@@ -1,0 +1,56 @@
+package guidance
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestTextHasEveryRequiredFact(t *testing.T) {
+	required := []string{"code-runner::run", "code-runner::register_function", "code-runner::teardown",
+		"NOT Node", "no npm", "engine::functions::info", "treat `runtime_id` as a secret", "keep: true",
+		"iii.namespace", "stops resolving the moment it is torn down", "must DEFINE `handler(payload)`",
+		"iii.shutdown()", "throws by design", "goes on `globalThis`", "code-runner::invalid_request",
+		"request_format", "not call-time validation", "assign `result = x`", "iii.trigger", "keep",
+		"stdout", "stderr"}
+	for _, s := range required {
+		if !strings.Contains(Text, s) {
+			t.Errorf("guidance lacks %q", s)
+		}
+	}
+	forbidden := []string{"register_worker", "eject", "code-runner::eval", "callFunction", "id_taken"}
+	for _, s := range forbidden {
+		if strings.Contains(Text, s) {
+			t.Errorf("guidance contains forbidden %q", s)
+		}
+	}
+	if strings.Contains(Text, "\n") {
+		t.Error("guidance must be one paragraph")
+	}
+}
+
+func TestApply(t *testing.T) {
+	tests := []struct {
+		name    string
+		base    string
+		enabled bool
+		want    string
+	}{
+		{"disabled is a no-op", "You are helpful.", false, `{"mutations":{}}`},
+		{"empty base is a no-op", "", true, `{"mutations":{}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := json.Marshal(Apply(tc.base, tc.enabled))
+			if string(b) != tc.want {
+				t.Fatalf("got %s", b)
+			}
+		})
+	}
+	t.Run("appends after a blank line", func(t *testing.T) {
+		r := Apply("You are helpful.", true)
+		if r.Mutations.SystemPrompt == nil || *r.Mutations.SystemPrompt != "You are helpful.\n\n"+Text {
+			t.Fatalf("%+v", r)
+		}
+	})
+}
