@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+)
+
+func envOf(m map[string]string) envFunc {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestOptionsPrecedence(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want options
+	}{
+		{"defaults", nil, nil, options{URL: defaultURL, ConfigSource: "engine", ConfigFile: defaultConfigFile, LogLevel: slog.LevelInfo}},
+		{"III_URL beats III_ENGINE_URL", nil, map[string]string{"III_URL": "ws://a:1", "III_ENGINE_URL": "ws://b:2"},
+			options{URL: "ws://a:1", ConfigSource: "engine", ConfigFile: defaultConfigFile, LogLevel: slog.LevelInfo}},
+		{"III_ENGINE_URL when III_URL is unset", nil, map[string]string{"III_ENGINE_URL": "ws://b:2"},
+			options{URL: "ws://b:2", ConfigSource: "engine", ConfigFile: defaultConfigFile, LogLevel: slog.LevelInfo}},
+		{"flag beats env", []string{"--url", "ws://flag:3", "--config-source=file", "--log-level", "debug"},
+			map[string]string{"III_URL": "ws://a:1", "III_CODE_RUNNER_CONFIG_SOURCE": "engine-or-file", "CODE_RUNNER_LOG_LEVEL": "error"},
+			options{URL: "ws://flag:3", ConfigSource: "file", ConfigFile: defaultConfigFile, LogLevel: slog.LevelDebug}},
+		{"env for every other flag", nil, map[string]string{"III_CONFIG": "/s.yaml", "III_NAMESPACE": " prod ", "III_CODE_RUNNER_CONFIG_FILE": "/c.yaml", "CODE_RUNNER_LOG_LEVEL": "warn"},
+			options{URL: defaultURL, Config: "/s.yaml", Namespace: "prod", ConfigSource: "engine", ConfigFile: "/c.yaml", LogLevel: slog.LevelWarn}},
+		{"blank namespace is unset", nil, map[string]string{"III_NAMESPACE": "   "},
+			options{URL: defaultURL, ConfigSource: "engine", ConfigFile: defaultConfigFile, LogLevel: slog.LevelInfo}},
+		{"manifest", []string{"--manifest"}, nil,
+			options{URL: defaultURL, ConfigSource: "engine", ConfigFile: defaultConfigFile, LogLevel: slog.LevelInfo, Manifest: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseOptions("code-runner", tc.args, envOf(tc.env), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, tc.want) {
+				t.Fatalf("got  %+v\nwant %+v", *got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBadInvocationsExit2NamingTheFix(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--bogus"}, nil, "flag provided but not defined: -bogus; run `code-runner --help` for the flags"},
+		{[]string{"--url", "http://x"}, nil, `--url "http://x" is not a WebSocket URL; pass something like ws://127.0.0.1:49134`},
+		{nil, map[string]string{"III_URL": "localhost:49134"}, `III_URL "localhost:49134" is not a WebSocket URL`},
+		{[]string{"--config-source", "db"}, nil, `--config-source "db" is not a configuration source; use one of engine, file, engine-or-file`},
+		{nil, map[string]string{"CODE_RUNNER_LOG_LEVEL": "loud"}, `CODE_RUNNER_LOG_LEVEL "loud" is not a log level; use debug, info, warn or error`},
+		{[]string{"extra"}, nil, `unexpected argument "extra"`},
+		{[]string{"version", "x"}, nil, `version takes no arguments`},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(tc.args, &out, &errb, envOf(tc.env)); code != 2 {
+				t.Fatalf("exit %d, want 2 (stderr %s)", code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("stderr %q lacks %q", errb.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestManifestFromBuiltBinary builds the binary the way `make build` does
+// and checks --manifest exits 0 without connecting (no engine is running)
+// and prints the registry manifest.
+func TestManifestFromBuiltBinary(t *testing.T) {
+	version, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "code-runner")
+	ldflags := "-X github.com/code-runner-go/code-runner/internal/buildinfo.Version=" + strings.TrimSpace(string(version))
+	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--manifest", "--url", "ws://127.0.0.1:1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("--manifest: %v", err)
+	}
+	var m struct {
+		Name             string                     `json:"name"`
+		Version          string                     `json:"version"`
+		Description      string                     `json:"description"`
+		DefaultConfig    map[string]json.RawMessage `json:"default_config"`
+		SupportedTargets []string                   `json:"supported_targets"`
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("manifest is not JSON: %v\n%s", err, out)
+	}
+	if m.Name != "code-runner" || m.Version != strings.TrimSpace(string(version)) || m.Description != description {
+		t.Fatalf("%+v", m)
+	}
+	if len(m.SupportedTargets) == 0 || m.SupportedTargets[0] == "" {
+		t.Fatal("no supported_targets")
+	}
+	var keys []string
+	for k := range m.DefaultConfig {
+		keys = append(keys, k)
+	}
+	want := append([]string{}, configsvc.Keys()...)
+	if len(keys) != 14 || !sameSet(keys, want) {
+		t.Fatalf("default_config keys %v != schema properties %v", keys, want)
+	}
+	if !strings.Contains(string(out), "—") {
+		t.Fatal("description's em dash was escaped")
+	}
+
+	vout, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(vout), "code-runner "+strings.TrimSpace(string(version))) || !strings.Contains(string(vout), "v8 13.") {
+		t.Fatalf("version output %q", vout)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		m[s]--
+	}
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
