@@ -3,6 +3,7 @@ module github.com/code-runner-go/code-runner
 go 1.26
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/tommie/v8go v0.34.0
