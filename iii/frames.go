@@ -155,7 +155,7 @@ func isUUID(s string) bool {
 // request_format and response_format (null when unset), as the engine's own
 // types do.
 func encodeFrame(f *Frame) []byte {
-	b, err := json.Marshal(f)
+	b, err := jsonMarshalNoEscape(f)
 	if err != nil {
 		panic(fmt.Sprintf("iii: encode %s frame: %v", f.Type, err))
 	}
@@ -167,10 +167,13 @@ func encodeFrame(f *Frame) []byte {
 				m[k] = json.RawMessage("null")
 			}
 		}
-		b, _ = json.Marshal(m)
+		b, _ = jsonMarshalNoEscape(m)
 	}
 	return b
 }
+
+// EncodeFrame renders f as one JSON text frame without HTML escaping.
+func EncodeFrame(f *Frame) []byte { return encodeFrame(f) }
 
 // marshalValue renders a handler's result without HTML escaping.
 func marshalValue(v any) (json.RawMessage, error) {

@@ -12,6 +12,7 @@
 package iiitest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -260,7 +261,7 @@ func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:l
 // --- outbound queue ---
 
 func (c *econn) send(f *iii.Frame) {
-	b, _ := json.Marshal(f)
+	b := iii.EncodeFrame(f)
 	c.sendRaw(b, f)
 }
 
@@ -605,8 +606,11 @@ func addCaller(data json.RawMessage, id string) json.RawMessage {
 		return data
 	}
 	obj["_caller_worker_id"], _ = json.Marshal(id)
-	b, _ := json.Marshal(obj)
-	return b
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(obj)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 func (e *Engine) complete(callee *econn, f *iii.Frame) {

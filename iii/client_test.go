@@ -1,0 +1,498 @@
+package iii_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/iii/iiitest"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newEngine(t *testing.T) *iiitest.Engine {
+	t.Helper()
+	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func newClient(t *testing.T, url, name string, mut func(*iii.Options)) *iii.Client {
+	t.Helper()
+	o := iii.Options{URL: url, Name: name, Version: "test", Description: "test worker", Logger: quiet(),
+		BackoffInitial: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
+	if mut != nil {
+		mut(&o)
+	}
+	c := iii.New(o)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ctx10(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestCallsBothWaysWithMetadataAndCallerID(t *testing.T) {
+	e := newEngine(t)
+	a := newClient(t, e.URL(), "a", nil)
+	b := newClient(t, e.URL(), "b", nil)
+	var got iii.Request
+	b.RegisterFunction(iii.FunctionDef{ID: "b::echo", Description: "echo"}, func(ctx context.Context, r iii.Request) (any, error) {
+		got = r
+		return map[string]any{"data": r.Data, "html": "<&>"}, nil
+	})
+	ctx := ctx10(t)
+	if _, err := e.WaitWorker(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::echo") })
+	res, err := a.Invoke(ctx, iii.Call{FunctionID: "b::echo", Data: json.RawMessage(`{"x":1}`), Metadata: json.RawMessage(`{"tenant":"t1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res), `"html":"<&>"`) {
+		t.Fatalf("result HTML-escaped or wrong: %s", res)
+	}
+	if string(got.Metadata) != `{"tenant":"t1"}` {
+		t.Fatalf("metadata %s", got.Metadata)
+	}
+	var data map[string]any
+	_ = json.Unmarshal(got.Data, &data)
+	if data["_caller_worker_id"] != a.WorkerID() || data["x"] != float64(1) {
+		t.Fatalf("data %s (caller %s)", got.Data, a.WorkerID())
+	}
+	// Unknown function → function_not_found from the engine.
+	_, err = a.Invoke(ctx, iii.Call{FunctionID: "nope::x"})
+	var ie *iii.InvocationError
+	if !errors.As(err, &ie) || ie.Code != "function_not_found" || ie.Message != "Function nope::x not found" {
+		t.Fatalf("%v", err)
+	}
+	// A handler error travels with its code.
+	b.RegisterFunction(iii.FunctionDef{ID: "b::fail"}, func(ctx context.Context, r iii.Request) (any, error) {
+		return nil, &iii.InvocationError{Code: "code-runner::timeout", Message: "code-runner::timeout: execution exceeded its deadline"}
+	})
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::fail") })
+	_, err = a.Invoke(ctx, iii.Call{FunctionID: "b::fail", Data: json.RawMessage(`{}`)})
+	if !errors.As(err, &ie) || ie.Code != "code-runner::timeout" {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestWorkerFunctionNotFoundAndPanics(t *testing.T) {
+	e := newEngine(t)
+	b := newClient(t, e.URL(), "b", nil)
+	b.RegisterFunction(iii.FunctionDef{ID: "b::panic"}, func(ctx context.Context, r iii.Request) (any, error) { panic("boom") })
+	ctx := ctx10(t)
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::panic") })
+	_, eb, err := e.Invoke(ctx, "b::panic", map[string]int{}, nil)
+	if err != nil || eb == nil || eb.Code != "invocation_failed" {
+		t.Fatalf("%+v %v", eb, err)
+	}
+	// The client answers function_not_found for an id it no longer serves.
+	b.UnregisterFunction("b::panic")
+	b.RegisterFunction(iii.FunctionDef{ID: "b::other"}, func(ctx context.Context, r iii.Request) (any, error) { return 1, nil })
+	_ = e.WaitUntil(ctx, func() bool { return !e.HasFunction("b::panic") })
+	_, eb, _ = e.Invoke(ctx, "b::panic", nil, nil)
+	if eb == nil || eb.Code != "function_not_found" {
+		t.Fatalf("%+v", eb)
+	}
+}
+
+func TestVoidAndEnqueue(t *testing.T) {
+	e := newEngine(t)
+	a := newClient(t, e.URL(), "a", nil)
+	var hits atomic.Int64
+	a.RegisterFunction(iii.FunctionDef{ID: "a::count"}, func(ctx context.Context, r iii.Request) (any, error) {
+		hits.Add(1)
+		return nil, nil
+	})
+	ctx := ctx10(t)
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("a::count") })
+	res, err := a.Invoke(ctx, iii.Call{FunctionID: "a::count", Data: json.RawMessage(`{}`), Action: json.RawMessage(`{"type":"void"}`)})
+	if err != nil || res != nil {
+		t.Fatalf("%s %v", res, err)
+	}
+	if err := e.WaitUntil(ctx, func() bool { return hits.Load() == 1 }); err != nil {
+		t.Fatal("void call never arrived")
+	}
+	// The void frame carried no invocation_id and data was present.
+	r, err := e.WaitFrame(ctx, func(r iiitest.Recorded) bool {
+		return r.Inbound && r.Frame.Type == iii.TypeInvokeFunction && r.Frame.FunctionID == "a::count"
+	})
+	if err != nil || r.Frame.InvocationID != "" || !strings.Contains(string(r.Raw), `"data"`) {
+		t.Fatalf("void frame %s", r.Raw)
+	}
+	_, err = a.Invoke(ctx, iii.Call{FunctionID: "a::count", Action: json.RawMessage(`{"type":"enqueue","queue":"q"}`)})
+	var ie *iii.InvocationError
+	if !errors.As(err, &ie) || ie.Code != "enqueue_error" {
+		t.Fatalf("enqueue without a queue provider: %v", err)
+	}
+}
+
+func TestEnqueueWithInMemoryQueue(t *testing.T) {
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), Enqueue: iiitest.EnqueueInMemory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	a := newClient(t, e.URL(), "a", nil)
+	done := make(chan struct{}, 1)
+	a.RegisterFunction(iii.FunctionDef{ID: "a::job"}, func(ctx context.Context, r iii.Request) (any, error) {
+		done <- struct{}{}
+		return "ignored", nil
+	})
+	ctx := ctx10(t)
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("a::job") })
+	res, err := a.Invoke(ctx, iii.Call{FunctionID: "a::job", Data: json.RawMessage(`{}`), Action: json.RawMessage(`{"type":"enqueue","queue":"payments"}`)})
+	if err != nil || !strings.Contains(string(res), "messageReceiptId") {
+		t.Fatalf("%s %v", res, err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("enqueued job never ran")
+	}
+}
+
+// TestReconnectReattachesAndReplaysInOrder drops the worker's socket the way
+// an engine crash would and checks the replay order of iii-wire.md §2.2.
+func TestReconnectReattachesAndReplaysInOrder(t *testing.T) {
+	e := newEngine(t)
+	w := newClient(t, e.URL(), "w", nil)
+	w.RegisterTriggerType(iii.TriggerTypeDef{ID: "w-tt", Description: "tt"}, &recordingProvider{})
+	w.RegisterFunction(iii.FunctionDef{ID: "w::f"}, func(ctx context.Context, r iii.Request) (any, error) { return "ok", nil })
+	w.RegisterTrigger(iii.Trigger{ID: "trig-1", TriggerType: "cron", FunctionID: "w::f", Config: json.RawMessage(`{"x":1}`)})
+	ctx := ctx10(t)
+	first, err := e.WaitWorker(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.CloseConnection("w"); n != 1 {
+		t.Fatalf("closed %d connections", n)
+	}
+	var second string
+	if err := e.WaitUntil(ctx, func() bool {
+		id, _ := e.WaitWorker(ctx, "w")
+		second = id
+		return id != "" && id != first
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range e.Frames() {
+		if r.Inbound && r.WorkerID == second {
+			switch r.Frame.Type {
+			case iii.TypeInvokeFunction:
+				order = append(order, r.Frame.Type+":"+r.Frame.FunctionID)
+			case "metadata":
+			default:
+				order = append(order, r.Frame.Type)
+			}
+		}
+	}
+	want := []string{"reattach", "registertriggertype", "registerfunction", "registertrigger", "invokefunction:engine::workers::register"}
+	if strings.Join(order[:len(want)], ",") != strings.Join(want, ",") {
+		t.Fatalf("replay order %v, want %v", order, want)
+	}
+	res, eb, _ := e.Invoke(ctx, "w::f", nil, nil)
+	if eb != nil || string(res) != `"ok"` {
+		t.Fatalf("%s %+v", res, eb)
+	}
+}
+
+type recordingProvider struct {
+	mu    sync.Mutex
+	reg   []iii.Binding
+	unreg []string
+	fail  string
+}
+
+func (p *recordingProvider) RegisterTrigger(ctx context.Context, b iii.Binding) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != "" {
+		return errors.New(p.fail)
+	}
+	p.reg = append(p.reg, b)
+	return nil
+}
+
+func (p *recordingProvider) UnregisterTrigger(ctx context.Context, b iii.Binding) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unreg = append(p.unreg, b.ID)
+	return nil
+}
+
+func (p *recordingProvider) snapshot() ([]iii.Binding, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]iii.Binding{}, p.reg...), append([]string{}, p.unreg...)
+}
+
+func TestTriggerTypesBindAndUnbind(t *testing.T) {
+	e := newEngine(t)
+	prov := newClient(t, e.URL(), "prov", nil)
+	p := &recordingProvider{}
+	prov.RegisterTriggerType(iii.TriggerTypeDef{ID: "g-tt", Description: "test type"}, p)
+	reg := newClient(t, e.URL(), "reg", nil)
+	ctx := ctx10(t)
+	id := reg.RegisterTrigger(iii.Trigger{TriggerType: "g-tt", FunctionID: "reg::hello", Config: json.RawMessage(`{"every":1}`), Metadata: json.RawMessage(`{"m":1}`)})
+	if err := e.WaitUntil(ctx, func() bool { r, _ := p.snapshot(); return len(r) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := p.snapshot()
+	if r[0].ID != id || r[0].FunctionID != "reg::hello" || string(r[0].Config) != `{"every":1}` || string(r[0].Metadata) != `{"m":1}` {
+		t.Fatalf("%+v", r[0])
+	}
+	reg.UnregisterTrigger(id)
+	if err := e.WaitUntil(ctx, func() bool { _, u := p.snapshot(); return len(u) == 1 && u[0] == id }); err != nil {
+		t.Fatal(err)
+	}
+	// A provider rejection reaches the registrant and parks the binding.
+	p.fail = "bad config"
+	id2 := reg.RegisterTrigger(iii.Trigger{TriggerType: "g-tt", FunctionID: "reg::hello"})
+	fr, err := e.WaitFrame(ctx, func(r iiitest.Recorded) bool {
+		return !r.Inbound && r.Frame.Type == iii.TypeTriggerRegistrationResult && r.Frame.ID == id2 && r.Frame.Error != nil
+	})
+	if err != nil || fr.Frame.Error.Code != "trigger_registration_failed" || fr.Frame.Error.Message != "bad config" {
+		t.Fatalf("%+v %v", fr, err)
+	}
+	// A type the client no longer provides answers trigger_type_not_found.
+	prov.UnregisterTriggerType("g-tt")
+	reg.RegisterTrigger(iii.Trigger{ID: "t-late", TriggerType: "g-tt", FunctionID: "reg::hello"})
+	fr, err = e.WaitFrame(ctx, func(r iiitest.Recorded) bool {
+		return r.Inbound && r.Frame.Type == iii.TypeTriggerRegistrationResult && r.Frame.ID == "t-late"
+	})
+	if err != nil || fr.Frame.Error == nil || fr.Frame.Error.Code != "trigger_type_not_found" {
+		t.Fatalf("%+v %v", fr, err)
+	}
+}
+
+// TestInvocationStoppedWhenServerDrops: the serving side disappears
+// mid-call; the caller gets invocation_stopped.
+func TestInvocationStoppedWhenServerDrops(t *testing.T) {
+	e := newEngine(t)
+	a := newClient(t, e.URL(), "a", nil)
+	b := newClient(t, e.URL(), "b", func(o *iii.Options) { o.BackoffInitial = 5 * time.Second })
+	entered := make(chan struct{})
+	b.RegisterFunction(iii.FunctionDef{ID: "b::slow"}, func(ctx context.Context, r iii.Request) (any, error) {
+		close(entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ctx := ctx10(t)
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::slow") })
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Invoke(ctx, iii.Call{FunctionID: "b::slow", Data: json.RawMessage(`{}`)})
+		errc <- err
+	}()
+	<-entered
+	e.CloseConnection("b")
+	err := <-errc
+	var ie *iii.InvocationError
+	if !errors.As(err, &ie) || ie.Code != "invocation_stopped" {
+		t.Fatalf("%v", err)
+	}
+}
+
+// TestUnansweredCallTimesOutWithoutLeaks: a peer that never answers; the
+// caller times out cleanly and goroutines return to their baseline.
+func TestUnansweredCallTimesOutWithoutLeaks(t *testing.T) {
+	e := newEngine(t)
+	b := newClient(t, e.URL(), "b", nil)
+	hold := make(chan struct{})
+	defer close(hold)
+	b.RegisterFunction(iii.FunctionDef{ID: "b::never"}, func(ctx context.Context, r iii.Request) (any, error) {
+		<-hold
+		return nil, nil
+	})
+	a := newClient(t, e.URL(), "a", nil)
+	ctx := ctx10(t)
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::never") })
+	time.Sleep(50 * time.Millisecond)
+	base := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := a.Invoke(ctx, iii.Call{FunctionID: "b::never", Timeout: 50 * time.Millisecond})
+			var ie *iii.InvocationError
+			if !errors.Is(err, iii.ErrTimeout) || !errors.As(err, &ie) || ie.Message != "invocation timed out after 50ms" {
+				t.Errorf("%v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	// The 20 handler goroutines in b are still blocked (by design, b never
+	// answers); every caller-side goroutine and timer must be gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base+20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+20 {
+		t.Fatalf("goroutines %d, baseline %d (+20 blocked handlers)", n, base)
+	}
+}
+
+func TestOfflineCallsAreBufferedAndEngineRestartIsSurvived(t *testing.T) {
+	e := newEngine(t)
+	addr := strings.TrimPrefix(e.URL(), "ws://")
+	w := newClient(t, e.URL(), "w", nil)
+	w.RegisterFunction(iii.FunctionDef{ID: "w::f"}, func(ctx context.Context, r iii.Request) (any, error) { return "ok", nil })
+	ctx := ctx10(t)
+	_, _ = e.WaitWorker(ctx, "w")
+	e.Close() // the engine goes away while the worker lives
+	time.Sleep(100 * time.Millisecond)
+	e2, err := iiitest.New(iiitest.Options{Logger: quiet(), Addr: addr})
+	if err != nil {
+		t.Skipf("skipped_port_reuse_unavailable: %v", err)
+	}
+	defer e2.Close()
+	res, err := w.Invoke(ctx, iii.Call{FunctionID: "w::f", Timeout: 5 * time.Second})
+	if err != nil || string(res) != `"ok"` {
+		t.Fatalf("call across an engine restart: %s %v", res, err)
+	}
+}
+
+// TestJSONPingAndDeadConnection: the client answers a JSON ping with pong
+// and drops a connection that stays silent past the idle timeout.
+func TestJSONPingAndDeadConnection(t *testing.T) {
+	var conns atomic.Int64
+	gotPong := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		n := conns.Add(1)
+		ctx := context.Background()
+		_ = ws.Write(ctx, websocket.MessageText, []byte(`{"type":"workerregistered","worker_id":"`+fmt.Sprint("00000000-0000-4000-8000-00000000000", n)+`","reattach_token":"x"}`))
+		_ = ws.Write(ctx, websocket.MessageText, []byte(`{"type":"ping"}`))
+		if n == 1 {
+			for {
+				_, b, err := ws.Read(ctx)
+				if err != nil {
+					return
+				}
+				if strings.Contains(string(b), `"pong"`) {
+					select {
+					case gotPong <- struct{}{}:
+					default:
+					}
+					// Go silent: stop reading, so WS pings are never answered.
+					time.Sleep(10 * time.Second)
+					return
+				}
+			}
+		}
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c := iii.New(iii.Options{URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Logger: quiet(),
+		PingInterval: 50 * time.Millisecond, IdleTimeout: 300 * time.Millisecond, BackoffInitial: 10 * time.Millisecond})
+	defer c.Close()
+	select {
+	case <-gotPong:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pong")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for conns.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if conns.Load() < 2 {
+		t.Fatal("a silent connection was never declared dead")
+	}
+}
+
+func TestGarbageAndMalformedFramesAreDropped(t *testing.T) {
+	e := newEngine(t)
+	ctx := ctx10(t)
+	ws, _, err := websocket.Dial(ctx, e.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(-1)
+	frames := []string{
+		`not json at all`,
+		`{"no_type":1}`,
+		`{"type":"invokefunction","function_id":"x::y","invocation_id":"c0b265fe-e9ab-40cc-8dde-a28b2645df71"}`,
+		`{"type":"invokefunction","function_id":"x::y","invocation_id":"not-a-uuid","data":{}}`,
+		`{"type":"registertriggertype","id":"t"}`,
+		`{"type":"somethingnew","x":1}`,
+		`{"type":"registerfunction","id":"raw::fn","message_type":"registerfunction","surprise":true}`,
+	}
+	for _, f := range frames {
+		if err := ws.Write(ctx, websocket.MessageText, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	huge := `{"type":"registerfunction","id":"raw::huge","description":"` + strings.Repeat("h", 5<<20) + `"}`
+	if err := ws.Write(ctx, websocket.MessageText, []byte(huge)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("raw::huge") }); err != nil {
+		t.Fatal("a 5 MiB frame was not accepted")
+	}
+	if !e.HasFunction("raw::fn") {
+		t.Fatal("unknown fields made a valid frame undecodable")
+	}
+	if d := e.Dropped(); len(d) != 5 {
+		t.Fatalf("dropped %d frames, want 5: %v", len(d), d)
+	}
+}
+
+func FuzzDecodeFrame(f *testing.F) {
+	f.Add([]byte(`{"type":"invokefunction","invocation_id":"c0b265fe-e9ab-40cc-8dde-a28b2645df71","function_id":"a::b","data":{}}`))
+	f.Add([]byte(`{"type":"invocationresult","invocation_id":"c0b265fe-e9ab-40cc-8dde-a28b2645df71","function_id":"a","error":{"code":"x","message":"y"}}`))
+	f.Add([]byte(`{"type":"registertrigger","id":"t","trigger_type":"x","function_id":"f","config":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := iii.DecodeFrame(b)
+		if err != nil {
+			if !errors.Is(err, iii.ErrMalformed) {
+				t.Fatalf("error not wrapping ErrMalformed: %v", err)
+			}
+			return
+		}
+		if fr.Type == "" {
+			t.Fatal("decoded a frame without a type")
+		}
+		if fr.Type == iii.TypeInvokeFunction && fr.Data == nil {
+			t.Fatal("invokefunction decoded without data")
+		}
+	})
+}

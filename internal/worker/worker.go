@@ -1,0 +1,65 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/code-runner-go/code-runner/capsfilter"
+	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/iii"
+)
+
+// Publisher registers routed worker functions on the bus.
+type Publisher struct {
+	Client *iii.Client
+	Router *core.Router
+	Log    *slog.Logger
+}
+
+// Publish registers the given worker function ids, in the order given, each
+// with its contract definition and a handler that dispatches into the
+// router. Callers pass ids in contract order and only ids whose route is
+// installed (nothing is registered as a stub).
+func (p *Publisher) Publish(ids ...string) {
+	for _, id := range ids {
+		d := DefOf(id)
+		p.Client.RegisterFunction(iii.FunctionDef{ID: d.ID, Description: d.Description, RequestFormat: d.RequestFormat,
+			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Handler(p.Router, p.Log))
+	}
+}
+
+// Handler adapts the router to the wire: results are returned as is, a
+// core.Error becomes its wire error (code = the code-runner code, message
+// "<code>: <text>"), and an id the router no longer serves answers the
+// engine-standard function_not_found.
+func Handler(r *core.Router, log *slog.Logger) iii.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(ctx context.Context, req iii.Request) (any, error) {
+		res, err := r.Invoke(ctx, req.FunctionID, req.Data, req.Metadata)
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, core.ErrFunctionNotFound) {
+			return nil, &iii.InvocationError{Code: "function_not_found", Message: "Function " + req.FunctionID + " not found"}
+		}
+		ce := core.AsError(err, req.FunctionID)
+		if ce.Cause != nil {
+			log.Error("call failed", "function_id", req.FunctionID, "code", ce.Code, "cause", capsfilter.RedactRuntimeIDs(ce.Cause.Error()))
+		}
+		return nil, &iii.InvocationError{Code: string(ce.Code), Message: ce.Error()}
+	}
+}
+
+// Transport is the core.Transport of a worker connected to an engine.
+type Transport struct {
+	Client *iii.Client
+}
+
+// Invoke performs a guest bus call through the client.
+func (t Transport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
+	return t.Client.Invoke(ctx, iii.Call{FunctionID: inv.FunctionID, Data: inv.Data, Action: inv.Action, Timeout: inv.Timeout})
+}
