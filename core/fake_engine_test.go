@@ -26,7 +26,7 @@ type fakeEngine struct {
 	lastOpts  atomic.Pointer[RuntimeOptions]
 }
 
-func (e *fakeEngine) Lang() Lang        { return e.lang }
+func (e *fakeEngine) Lang() Lang       { return e.lang }
 func (e *fakeEngine) Available() error { return e.unavail }
 func (e *fakeEngine) NewRuntime(ctx context.Context, opts RuntimeOptions) (Runtime, error) {
 	e.created.Add(1)

@@ -110,22 +110,22 @@ type workerMeta struct {
 type builtinFunc func(ctx context.Context, caller *econn, data json.RawMessage) (json.RawMessage, *iii.ErrorBody)
 
 type function struct {
-	id                     string
-	owner                  *econn
-	description            *string
-	requestFormat          json.RawMessage
-	responseFormat         json.RawMessage
-	metadata               json.RawMessage
-	builtin                builtinFunc
-	workerName             string
+	id             string
+	owner          *econn
+	description    *string
+	requestFormat  json.RawMessage
+	responseFormat json.RawMessage
+	metadata       json.RawMessage
+	builtin        builtinFunc
+	workerName     string
 }
 
 type pendingInv struct {
-	caller       *econn           // nil for local or void callers
-	local        chan *iii.Frame  // for Engine.Invoke
-	functionID   string
-	callee       *econn
-	wantsReply   bool
+	caller     *econn          // nil for local or void callers
+	local      chan *iii.Frame // for Engine.Invoke
+	functionID string
+	callee     *econn
+	wantsReply bool
 }
 
 // BuiltinProvider is an in-process trigger type provider.

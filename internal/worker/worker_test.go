@@ -123,8 +123,8 @@ func TestSixFunctionsRoundTripThroughFunctionsInfo(t *testing.T) {
 func TestSchemasCarryTheContractFacts(t *testing.T) {
 	tests := []struct {
 		id, which, title string
-		required       []string
-		props          []string
+		required         []string
+		props            []string
 	}{
 		{core.FnRun, "req", "RunRequest", []string{"code"}, []string{"code", "keep", "lang", "memory_mb", "runtime_id", "timeout_ms"}},
 		{core.FnRun, "resp", "RunResponse", []string{"duration_ms", "exit_code", "result", "stderr", "stdout", "success"}, []string{"duration_ms", "exit_code", "result", "runtime_id", "stderr", "stdout", "success"}},
