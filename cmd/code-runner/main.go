@@ -4,6 +4,7 @@
 //
 // Usage:
 //
+//	code-runner [serve] [flags] connect to the engine and serve (the default)
 //	code-runner --manifest      print the registry manifest and exit
 //	code-runner version         print the versions of the binary and its engines
 package main
@@ -38,6 +39,9 @@ func run(args []string, stdout, stderr io.Writer, env envFunc) int {
 		printVersion(stdout)
 		return 0
 	}
+	if len(args) > 0 && args[0] == "serve" {
+		args = args[1:]
+	}
 	opts, err := parseOptions("code-runner", args, env, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -57,8 +61,7 @@ func run(args []string, stdout, stderr io.Writer, env envFunc) int {
 		}
 		return 0
 	}
-	fmt.Fprintln(stderr, "code-runner: nothing to do: pass --manifest, or `code-runner version`")
-	return 2
+	return serve(opts, env, log)
 }
 
 func printVersion(w io.Writer) {

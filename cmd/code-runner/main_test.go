@@ -2,16 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/iii/iiitest"
 )
 
 func envOf(m map[string]string) envFunc {
@@ -149,4 +154,44 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// TestServeConnectsAndReportsMetadata starts the built binary against the
+// test engine: it connects, reports runtime go / name / pid, and exits 0 on
+// SIGTERM.
+func TestServeConnectsAndReportsMetadata(t *testing.T) {
+	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	bin := filepath.Join(t.TempDir(), "code-runner")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--url", e.URL(), "--namespace", "ns1")
+	cmd.Env = append(os.Environ(), "III_WORKER_NAME=cr-test")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := e.WaitWorker(ctx, "cr-test"); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("worker never registered: %v\n%s", err, stderr.String())
+	}
+	res, _, _ := e.Invoke(ctx, "engine::workers::list", map[string]any{}, nil)
+	var wl struct {
+		Workers []iiitest.WorkerSummary `json:"workers"`
+	}
+	_ = json.Unmarshal(res, &wl)
+	if len(wl.Workers) != 1 || wl.Workers[0].Runtime != "go" || wl.Workers[0].PID != int64(cmd.Process.Pid) || wl.Workers[0].Namespace != "ns1" || wl.Workers[0].Description != description {
+		t.Fatalf("%+v", wl.Workers)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+	}
 }
