@@ -598,6 +598,18 @@ func (k consoleKind) Register(t TriggerInfo) error {
 		strings.Contains("/"+path+"/", "/../") || strings.Contains("/"+path+"/", "/./") || !strings.HasSuffix(path, k.ext) {
 		return fmt.Errorf("invalid asset path %q", path)
 	}
+	// The console is a separate worker: it fetches asynchronously, so the
+	// registrant's connection keeps being read while the content function
+	// answers. A failed fetch rejects the registration afterwards.
+	go func() {
+		if err := k.fetch(t, path); err != nil {
+			k.c.e.rejectBinding(t.ID, err.Error())
+		}
+	}()
+	return nil
+}
+
+func (k consoleKind) fetch(t TriggerInfo, path string) error {
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

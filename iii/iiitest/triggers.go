@@ -157,3 +157,18 @@ func (e *Engine) fireWorkersAvailable(event, workerID string) {
 		go e.fire(context.Background(), t.FunctionID, json.RawMessage(payload), t.Metadata)
 	}
 }
+
+// rejectBinding parks a live binding whose in-process provider failed
+// asynchronously and tells the registrant, as a provider's error result does.
+func (e *Engine) rejectBinding(id, msg string) {
+	e.mu.Lock()
+	t, ok := e.triggers[id]
+	if ok {
+		t.live = false
+	}
+	e.mu.Unlock()
+	if ok && t.owner != nil {
+		t.owner.send(&iii.Frame{Type: iii.TypeTriggerRegistrationResult, ID: t.ID, TriggerType: t.TriggerType, FunctionID: t.FunctionID,
+			Error: &iii.ErrorBody{Code: "trigger_registration_failed", Message: msg}})
+	}
+}
