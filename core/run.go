@@ -79,6 +79,15 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	out, runErr := rt.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge})
 	if runErr == nil && req.Keep && out.ExitCode == 0 && rt.Alive() {
 		k := s.Registry.Adopt(req.Lang, rt, slot)
+		if m, ok := rt.(Mortal); ok {
+			// A kept runtime that dies between calls (a guest handler's
+			// timeout, a crashed host) is tombstoned like a killed one.
+			m.OnDeath(func() {
+				if s.Registry.Forget(k, true) {
+					rt.Destroy()
+				}
+			})
+		}
 		return response(call, out, k.ID), nil
 	}
 	rt.Destroy()

@@ -86,6 +86,13 @@ func RunStages() []Stage {
 	return []Stage{RedactUnheld, OutputCap, BridgePolicy, TimeoutClamp}
 }
 
+// NewPolicyBridge returns t behind the deny-list and guest timeout rules,
+// with cfg as the configuration (for calls made outside any pipeline call,
+// such as a guest-registered handler invoked from the bus).
+func NewPolicyBridge(t Transport, cfg *configsvc.Config) Bridge {
+	return &policyBridge{transport: t, cfg: cfg}
+}
+
 // policyBridge enforces contract §12 and §6.3 in front of a Transport.
 type policyBridge struct {
 	transport Transport

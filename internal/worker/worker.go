@@ -59,7 +59,13 @@ type Transport struct {
 	Client *iii.Client
 }
 
-// Invoke performs a guest bus call through the client.
+// Invoke performs a guest bus call through the client. A remote error (or
+// the client's timeout) comes back as a *core.RemoteError.
 func (t Transport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
-	return t.Client.Invoke(ctx, iii.Call{FunctionID: inv.FunctionID, Data: inv.Data, Action: inv.Action, Timeout: inv.Timeout})
+	res, err := t.Client.Invoke(ctx, iii.Call{FunctionID: inv.FunctionID, Data: inv.Data, Action: inv.Action, Timeout: inv.Timeout})
+	var ie *iii.InvocationError
+	if errors.As(err, &ie) {
+		return nil, &core.RemoteError{Code: ie.Code, Message: ie.Message}
+	}
+	return res, err
 }

@@ -194,9 +194,13 @@ func TestTransportCarriesGuestCalls(t *testing.T) {
 		t.Fatalf("%s %v", res, err)
 	}
 	_, err = tr.Invoke(ctx, core.Invocation{FunctionID: "nope::x", Timeout: time.Second})
-	var ie *iii.InvocationError
-	if !errors.As(err, &ie) || ie.Code != "function_not_found" {
+	var re *core.RemoteError
+	if !errors.As(err, &re) || re.Code != "function_not_found" || err.Error() != "function_not_found: Function nope::x not found" {
 		t.Fatalf("%v", err)
+	}
+	// Messages that already carry their code are not prefixed twice (§9.1).
+	if got := (&core.RemoteError{Code: "code-runner::timeout", Message: "code-runner::timeout: execution exceeded its deadline"}).Error(); got != "code-runner::timeout: execution exceeded its deadline" {
+		t.Fatal(got)
 	}
 	_ = e
 }

@@ -1,0 +1,374 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/code-runner-go/code-runner/capsfilter"
+	"github.com/code-runner-go/code-runner/core"
+)
+
+// Limits of the guest surface (contract §9).
+const (
+	maxIDBytes          = 512
+	maxDescriptionBytes = 4096
+	maxRegistrations    = 256
+	maxConfigBytes      = 1 << 20
+)
+
+// Default catalog descriptions.
+const (
+	guestDescription    = "Registered at runtime by code-runner; implemented in JavaScript."
+	registerDescription = "Registered through code-runner::register_function; implemented in JavaScript."
+)
+
+// handleCall answers one bridge call from the host.
+func (r *runtime) handleCall(m *msg) {
+	switch m.Op {
+	case "trigger":
+		r.trigger(m)
+	case "registerFunction":
+		r.reply(m.Call, nil, r.registerFunction(m.Args))
+	case "unregisterFunction":
+		r.reply(m.Call, nil, r.unregisterFunction(m.Args))
+	case "registerTrigger":
+		id, err := r.registerTrigger(m.Args)
+		v, _ := json.Marshal(id)
+		r.reply(m.Call, v, err)
+	case "unregisterTrigger":
+		r.reply(m.Call, nil, r.unregisterTrigger(m.Args))
+	case "registerTriggerType":
+		r.reply(m.Call, nil, r.registerTriggerType(m.Args))
+	case "unregisterTriggerType":
+		r.reply(m.Call, nil, r.unregisterTriggerType(m.Args))
+	default:
+		r.reply(m.Call, nil, fmt.Errorf("unknown host call %q", m.Op))
+	}
+}
+
+type triggerArgs struct {
+	FunctionID string          `json:"function_id"`
+	Payload    json.RawMessage `json:"payload"`
+	Action     json.RawMessage `json:"action"`
+	TimeoutMS  uint64          `json:"timeout_ms"`
+}
+
+func (r *runtime) trigger(m *msg) {
+	var a triggerArgs
+	if err := json.Unmarshal(m.Args, &a); err != nil {
+		r.reply(m.Call, nil, fmt.Errorf("malformed iii request: %v", err))
+		return
+	}
+	r.mu.Lock()
+	b := r.bridge
+	r.mu.Unlock()
+	if b == nil {
+		b = core.NewPolicyBridge(r.e.opts.Transport, r.e.opts.Live())
+	}
+	var deadline time.Time
+	if m.DeadlineMS > 0 {
+		deadline = time.UnixMilli(m.DeadlineMS)
+	}
+	if string(a.Action) == "null" {
+		a.Action = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.e.opts.Live().MaxTimeoutMS)*time.Millisecond+time.Second)
+	defer cancel()
+	res, err := b.Trigger(ctx, core.GuestTrigger{FunctionID: a.FunctionID, Payload: a.Payload, Action: a.Action, TimeoutMS: a.TimeoutMS, Deadline: deadline})
+	if err == nil && len(res) == 0 {
+		res = json.RawMessage("null")
+	}
+	r.reply(m.Call, res, err)
+}
+
+// checkNamespace refuses ids outside the runtime's namespace.
+func (r *runtime) checkNamespace(id string) error {
+	if !strings.HasPrefix(id, r.namespace) {
+		return fmt.Errorf("id %q must start with this runtime's namespace %q — a runtime can only register or unregister ids inside its own namespace", id, r.namespace)
+	}
+	return nil
+}
+
+func (r *runtime) countLocked() int { return len(r.fns) + len(r.triggers) + len(r.ttypes) }
+
+func budgetErr() error {
+	return errors.New("this runtime already holds 256 registrations (functions, triggers, and trigger types share one budget); reuse an id or tear the runtime down")
+}
+
+type registerArgs struct {
+	ID                string          `json:"id"`
+	Description       *string         `json:"description"`
+	RequestFormat     json.RawMessage `json:"request_format"`
+	HasRequestFormat  bool            `json:"has_request_format"`
+	ResponseFormat    json.RawMessage `json:"response_format"`
+	HasResponseFormat bool            `json:"has_response_format"`
+	// DefaultDescription is set by register_function definitions.
+	DefaultDescription string `json:"default_description"`
+}
+
+// registerFunction publishes a guest function (contract §9.2).
+func (r *runtime) registerFunction(raw json.RawMessage) error {
+	var a registerArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return fmt.Errorf("malformed registration: %v", err)
+	}
+	for _, f := range []struct {
+		name string
+		has  bool
+		raw  json.RawMessage
+	}{{"request_format", a.HasRequestFormat, a.RequestFormat}, {"response_format", a.HasResponseFormat, a.ResponseFormat}} {
+		if f.has {
+			if err := core.CheckFormat(f.name, f.raw); err != nil {
+				return errors.New(err.(*core.Error).Text)
+			}
+		}
+	}
+	if err := r.checkNamespace(a.ID); err != nil {
+		return err
+	}
+	if n := len(a.ID); n > maxIDBytes {
+		return fmt.Errorf("function id is %d bytes; the limit is 512", n)
+	}
+	if a.Description != nil && len(*a.Description) > maxDescriptionBytes {
+		return fmt.Errorf("description is %d bytes; the limit is 4096", len(*a.Description))
+	}
+	r.mu.Lock()
+	held := r.fns[a.ID]
+	if !held && r.countLocked() >= maxRegistrations {
+		r.mu.Unlock()
+		return budgetErr()
+	}
+	r.mu.Unlock()
+	if err := r.e.opts.Registry.ClaimFunction(a.ID, r.owner); err != nil {
+		return fmt.Errorf("id %s is already registered", a.ID)
+	}
+	r.mu.Lock()
+	r.fns[a.ID] = true
+	r.mu.Unlock()
+	if held && a.Description == nil && !a.HasRequestFormat && !a.HasResponseFormat {
+		return nil // the JS handler is swapped in place; the bus registration stays
+	}
+	desc := guestDescription
+	if a.DefaultDescription != "" {
+		desc = a.DefaultDescription
+	}
+	if a.Description != nil {
+		desc = *a.Description
+	}
+	reg := core.FunctionRegistration{ID: a.ID, Description: desc}
+	if a.HasRequestFormat {
+		reg.RequestFormat = a.RequestFormat
+	}
+	if a.HasResponseFormat {
+		reg.ResponseFormat = a.ResponseFormat
+	}
+	if bus := r.e.opts.Bus; bus != nil {
+		if held {
+			bus.UnregisterFunction(a.ID)
+		}
+		bus.RegisterFunction(reg, r.invokeHandler(a.ID))
+	}
+	return nil
+}
+
+func (r *runtime) unregisterFunction(raw json.RawMessage) error {
+	var a struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	if err := r.checkNamespace(a.ID); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	held := r.fns[a.ID]
+	delete(r.fns, a.ID)
+	r.mu.Unlock()
+	if held {
+		if bus := r.e.opts.Bus; bus != nil {
+			bus.UnregisterFunction(a.ID)
+		}
+		r.e.opts.Registry.ReleaseFunction(a.ID, r.owner)
+	}
+	return nil
+}
+
+// invokeHandler serves bus invocations of a guest function (contract §13.7).
+func (r *runtime) invokeHandler(id string) core.GuestHandler {
+	return func(ctx context.Context, payload, metadata json.RawMessage) (json.RawMessage, error) {
+		budget := core.RunBudget(0, r.e.opts.Live())
+		cctx, cancel := context.WithTimeout(ctx, budget)
+		defer cancel()
+		d, err := r.exec(cctx, &msg{T: "invoke", FunctionID: id, Payload: payload})
+		if err != nil {
+			var ce *core.Error
+			if errors.As(err, &ce) && ce.Code == core.CodeEngine && !r.Alive() {
+				return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+			}
+			return nil, err
+		}
+		switch d.Status {
+		case statusOK:
+			return d.Result, nil
+		case statusQuota:
+			return nil, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
+		case "missing":
+			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+		}
+		return nil, core.Errorf(core.CodeHandlerError, "%s", d.Error)
+	}
+}
+
+type triggerRegArgs struct {
+	Type       string          `json:"type"`
+	FunctionID string          `json:"function_id"`
+	Config     json.RawMessage `json:"config"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+func (r *runtime) registerTrigger(raw json.RawMessage) (string, error) {
+	var a triggerRegArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", fmt.Errorf("malformed trigger registration: %v", err)
+	}
+	if err := capsfilter.CheckTriggerTarget(a.FunctionID); err != nil {
+		return "", err
+	}
+	if n := len(a.Config); n > maxConfigBytes {
+		return "", fmt.Errorf("trigger config is %d bytes; the limit is 1048576", n)
+	}
+	r.mu.Lock()
+	if r.countLocked() >= maxRegistrations {
+		r.mu.Unlock()
+		return "", budgetErr()
+	}
+	r.mu.Unlock()
+	if string(a.Metadata) == "null" {
+		a.Metadata = nil
+	}
+	id := ""
+	if bus := r.e.opts.Bus; bus != nil {
+		id = bus.RegisterTrigger(core.TriggerRegistration{TriggerType: a.Type, FunctionID: a.FunctionID, Config: a.Config, Metadata: a.Metadata})
+	} else {
+		id = core.NewRuntimeID()[3:] // a UUID v4
+	}
+	r.mu.Lock()
+	r.triggers[id] = true
+	r.mu.Unlock()
+	return id, nil
+}
+
+func (r *runtime) unregisterTrigger(raw json.RawMessage) error {
+	var a struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	r.mu.Lock()
+	held := r.triggers[a.ID]
+	delete(r.triggers, a.ID)
+	r.mu.Unlock()
+	if held && r.e.opts.Bus != nil {
+		r.e.opts.Bus.UnregisterTrigger(a.ID)
+	}
+	return nil
+}
+
+func (r *runtime) registerTriggerType(raw json.RawMessage) error {
+	var a struct {
+		ID          string  `json:"id"`
+		Description *string `json:"description"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	if err := r.checkNamespace(a.ID); err != nil {
+		return err
+	}
+	if n := len(a.ID); n > maxIDBytes {
+		return fmt.Errorf("function id is %d bytes; the limit is 512", n)
+	}
+	if a.Description != nil && len(*a.Description) > maxDescriptionBytes {
+		return fmt.Errorf("description is %d bytes; the limit is 4096", len(*a.Description))
+	}
+	r.mu.Lock()
+	held := r.ttypes[a.ID]
+	if !held && r.countLocked() >= maxRegistrations {
+		r.mu.Unlock()
+		return budgetErr()
+	}
+	r.ttypes[a.ID] = true
+	r.mu.Unlock()
+	if held {
+		return nil // the handler is swapped in the isolate; no bus write
+	}
+	desc := guestDescription
+	if a.Description != nil {
+		desc = *a.Description
+	}
+	if bus := r.e.opts.Bus; bus != nil {
+		bus.RegisterTriggerType(a.ID, desc, &typeProvider{r: r, typeID: a.ID})
+	}
+	return nil
+}
+
+func (r *runtime) unregisterTriggerType(raw json.RawMessage) error {
+	var a struct {
+		ID *string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	id := ""
+	if a.ID != nil {
+		id = *a.ID
+	}
+	if err := r.checkNamespace(id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	held := r.ttypes[id]
+	delete(r.ttypes, id)
+	r.mu.Unlock()
+	if held && r.e.opts.Bus != nil {
+		r.e.opts.Bus.UnregisterTriggerType(id)
+	}
+	return nil
+}
+
+// typeProvider delivers bindings of a guest trigger type to its handler.
+type typeProvider struct {
+	r      *runtime
+	typeID string
+}
+
+func (t *typeProvider) call(ctx context.Context, kind string, b core.Binding) error {
+	t.r.mu.Lock()
+	provided := t.r.ttypes[t.typeID]
+	t.r.mu.Unlock()
+	if !provided {
+		return errors.New("trigger_type_not_found: this runtime no longer provides " + t.typeID)
+	}
+	body, _ := json.Marshal(b)
+	cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, t.r.e.opts.Live()))
+	defer cancel()
+	d, err := t.r.exec(cctx, &msg{T: kind, TypeID: t.typeID, Binding: body})
+	if err != nil {
+		return err
+	}
+	if d.Status != statusOK {
+		if d.Status == "missing" {
+			return errors.New("trigger_type_not_found: this runtime no longer provides " + t.typeID)
+		}
+		return errors.New(d.Error)
+	}
+	return nil
+}
+
+// RegisterTrigger runs the guest's handler.registerTrigger.
+func (t *typeProvider) RegisterTrigger(ctx context.Context, b core.Binding) error {
+	return t.call(ctx, "treg", b)
+}
+
+// UnregisterTrigger runs the guest's handler.unregisterTrigger.
+func (t *typeProvider) UnregisterTrigger(ctx context.Context, b core.Binding) error {
+	return t.call(ctx, "tunreg", b)
+}

@@ -1,0 +1,429 @@
+// Package node is code-runner's JavaScript engine: V8 isolates
+// (github.com/tommie/v8go) that never run in the worker process. Each live
+// runtime owns one isolate-host process — the same binary in a hidden mode
+// (RunHost) — spoken to over its stdin/stdout with length-prefixed frames
+// and supervised from here: deadlines, the heap cap, the resident-memory
+// watchdog for off-heap memory, crashes. A host that dies for any reason
+// ends only its own runtime.
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/code-runner-go/code-runner/capsfilter"
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+)
+
+// HostArg is the hidden first argument that starts the binary as an
+// isolate host.
+const HostArg = "__isolate-host"
+
+// Options configure the engine.
+type Options struct {
+	// HostArgv starts one isolate host; default: this executable with HostArg.
+	HostArgv []string
+	// HostEnv is the host's whole environment (default empty).
+	HostEnv []string
+	// Registry is the worker's runtime registry (the shared function ids).
+	Registry *core.Registry
+	// Bus publishes guest registrations; nil keeps them in-process.
+	Bus core.Bus
+	// Transport reaches the bus for guest calls made outside any run (a
+	// guest-registered handler invoked from the bus).
+	Transport core.Transport
+	// Live returns the live configuration.
+	Live func() *configsvc.Config
+	Log  *slog.Logger
+}
+
+// Engine implements core.Engine for lang "node".
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+
+	pool     *pool
+	closed   atomic.Bool
+	hostsMu  sync.Mutex
+	hosts    map[*hostProc]bool
+	runtimes sync.WaitGroup
+}
+
+// New returns a node engine and starts its warm pool.
+func New(opts Options) (*Engine, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if len(opts.HostArgv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("locate own executable for isolate hosts: %w", err)
+		}
+		opts.HostArgv = []string{exe, HostArg}
+	}
+	if opts.Live == nil {
+		d := configsvc.Defaults()
+		opts.Live = func() *configsvc.Config { return &d }
+	}
+	if opts.Registry == nil {
+		opts.Registry = core.NewRegistry(nil)
+	}
+	e := &Engine{opts: opts, log: opts.Log.With("engine", "node"), hosts: map[*hostProc]bool{}}
+	e.pool = newPool(e)
+	return e, nil
+}
+
+// Lang returns core.LangNode.
+func (e *Engine) Lang() core.Lang { return core.LangNode }
+
+// Available returns nil: hosts are started on demand.
+func (e *Engine) Available() error {
+	if e.closed.Load() {
+		return errors.New("node engine is closed")
+	}
+	return nil
+}
+
+// Close kills every host (pooled and live) and stops refilling the pool.
+func (e *Engine) Close() {
+	e.closed.Store(true)
+	e.pool.close()
+	e.hostsMu.Lock()
+	hosts := make([]*hostProc, 0, len(e.hosts))
+	for h := range e.hosts {
+		hosts = append(hosts, h)
+	}
+	e.hostsMu.Unlock()
+	for _, h := range hosts {
+		h.kill("destroy")
+	}
+	for _, h := range hosts {
+		<-h.exited
+	}
+}
+
+// HostPIDs returns the pids of every host process alive now (pooled and
+// live), for leak checks.
+func (e *Engine) HostPIDs() []int {
+	e.hostsMu.Lock()
+	defer e.hostsMu.Unlock()
+	var pids []int
+	for h := range e.hosts {
+		if !h.dead() {
+			pids = append(pids, h.pid)
+		}
+	}
+	sort.Ints(pids)
+	return pids
+}
+
+// Reconfigure makes the pool follow the live configuration (size, heap cap).
+func (e *Engine) Reconfigure() { e.pool.kick() }
+
+func (e *Engine) spawn(ctx context.Context, heapMB int64) (*hostProc, error) {
+	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, e.log)
+	if err != nil {
+		return nil, err
+	}
+	e.hostsMu.Lock()
+	e.hosts[p] = true
+	e.hostsMu.Unlock()
+	go func() {
+		<-p.exited
+		e.hostsMu.Lock()
+		delete(e.hosts, p)
+		e.hostsMu.Unlock()
+	}()
+	return p, nil
+}
+
+// clampHeap applies §15.6 to a request's memory_mb (0 = heap_mb).
+func clampHeap(memoryMB uint32, cfg *configsvc.Config) int64 {
+	if memoryMB == 0 {
+		return cfg.HeapMB
+	}
+	m := int64(memoryMB)
+	if m < 16 {
+		m = 16
+	}
+	if m > 1024 {
+		m = 1024
+	}
+	return m
+}
+
+// NewRuntime hands out a pooled host or boots one, then binds the
+// runtime's namespace and scratch directory to it.
+func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.Runtime, error) {
+	cfg := ro.Config
+	if cfg == nil {
+		cfg = e.opts.Live()
+	}
+	heap := clampHeap(ro.MemoryMB, cfg)
+	var p *hostProc
+	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
+		p = e.pool.take(heap)
+	}
+	if p == nil {
+		var err error
+		if p, err = e.spawn(ctx, heap); err != nil {
+			return nil, core.AsError(err, core.FnRun)
+		}
+	}
+	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
+		alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}}
+	var files *filesConf
+	if cfg.ScratchMB > 0 {
+		dir, err := os.MkdirTemp(cfg.ScratchRootOrEmpty(), "iii-node-scratch-")
+		if err != nil && cfg.ScratchRootOrEmpty() != "" {
+			if mkErr := os.MkdirAll(cfg.ScratchRootOrEmpty(), 0o700); mkErr == nil {
+				dir, err = os.MkdirTemp(cfg.ScratchRootOrEmpty(), "iii-node-scratch-")
+			}
+		}
+		if err != nil {
+			p.kill("destroy")
+			return nil, core.AsError(fmt.Errorf("create scratch directory: %w", err), core.FnRun)
+		}
+		_ = os.Chmod(dir, 0o700)
+		r.scratchDir = dir
+		files = &filesConf{Dir: dir, MaxBytes: cfg.ScratchMB << 20, MaxFiles: cfg.ScratchFiles}
+	}
+	p.mu.Lock()
+	p.onCall = r.handleCall
+	p.onLog = r.detachedLog
+	p.onExit = r.hostExited
+	p.mu.Unlock()
+	if p.dead() {
+		r.Destroy()
+		return nil, core.Errorf(core.CodeEngine, "the isolate host died before the run started; retry")
+	}
+	if err := p.send(&msg{T: "bind", Namespace: ro.Namespace, Files: files}); err != nil {
+		r.Destroy()
+		return nil, core.AsError(err, core.FnRun)
+	}
+	return r, nil
+}
+
+// runtime is one node runtime: a bound isolate host.
+type runtime struct {
+	e          *Engine
+	p          *hostProc
+	namespace  string
+	owner      string
+	heapMB     int64
+	externalMB int64
+	scratchDir string
+
+	mu        sync.Mutex
+	alive     bool
+	destroyed bool
+	nextTask  int64
+	bridge    core.Bridge
+	fns       map[string]bool
+	triggers  map[string]bool
+	ttypes    map[string]bool
+	onDeath   []func()
+}
+
+// Alive reports whether the runtime can serve another call.
+func (r *runtime) Alive() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.alive && !r.destroyed
+}
+
+// OnDeath registers fn to run when the runtime dies outside a call.
+func (r *runtime) OnDeath(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onDeath = append(r.onDeath, fn)
+}
+
+func (r *runtime) hostExited() {
+	r.mu.Lock()
+	wasAlive := r.alive && !r.destroyed
+	r.alive = false
+	fns := r.onDeath
+	r.onDeath = nil
+	r.mu.Unlock()
+	if wasAlive {
+		for _, fn := range fns {
+			go fn()
+		}
+	}
+}
+
+func (r *runtime) detachedLog(level, text string) {
+	r.e.log.Debug("detached console output", "logger", "code-runner::js", "level", level, "text", escapeControl(capsfilter.RedactRuntimeIDs(text)))
+}
+
+func escapeControl(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c < 0x20 && c != '\t' {
+			return '·'
+		}
+		return c
+	}, s)
+}
+
+// Run executes one run in the isolate (contract §4).
+func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
+	r.mu.Lock()
+	r.bridge = ex.Bridge
+	r.mu.Unlock()
+	d, err := r.exec(ctx, &msg{T: "run", Code: ex.Code})
+	r.mu.Lock()
+	r.bridge = nil
+	r.mu.Unlock()
+	if err != nil {
+		return core.Outcome{}, err
+	}
+	switch d.Status {
+	case statusOK:
+		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr, Result: d.Result}, nil
+	case statusError:
+		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr + d.Error + "\n", ExitCode: 1}, nil
+	case statusQuota:
+		return core.Outcome{}, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
+	}
+	return core.Outcome{}, core.Errorf(core.CodeEngine, "unexpected run status %q", d.Status)
+}
+
+// exec sends a task and waits for its outcome under ctx's deadline, watching
+// the host's resident memory. Kills map to errors: timeout, memory, crash.
+func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
+	r.mu.Lock()
+	if !r.alive || r.destroyed {
+		r.mu.Unlock()
+		return nil, core.Errorf(core.CodeEngine, "the runtime's isolate is gone; retry")
+	}
+	r.nextTask++
+	m.Task = r.nextTask
+	r.mu.Unlock()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Duration(r.e.opts.Live().MaxTimeoutMS) * time.Millisecond)
+	}
+	m.BudgetMS = time.Until(deadline).Milliseconds()
+	if m.BudgetMS < 1 {
+		return nil, core.ErrTimeout()
+	}
+	ch, err := r.p.start(m)
+	if err != nil {
+		r.markDead()
+		return nil, core.Errorf(core.CodeEngine, "the runtime's isolate host is gone; retry")
+	}
+	limitKB := r.p.baselineKB + (r.heapMB+r.externalMB)<<10
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	grace := time.NewTimer(time.Until(deadline) + 250*time.Millisecond)
+	defer grace.Stop()
+	for {
+		select {
+		case d := <-ch:
+			return r.outcome(d)
+		case <-tick.C:
+			if rss := rssKB(r.p.pid); rss > limitKB {
+				r.markDead()
+				r.p.kill("memory")
+				return r.outcome(<-ch)
+			}
+		case <-grace.C:
+			// The host's own watchdog should have answered by now.
+			r.markDead()
+			r.p.kill("timeout")
+			<-ch
+			return nil, core.ErrTimeout()
+		}
+	}
+}
+
+func (r *runtime) markDead() {
+	r.mu.Lock()
+	r.alive = false
+	r.mu.Unlock()
+}
+
+func (r *runtime) outcome(d *msg) (*msg, error) {
+	switch d.Status {
+	case statusOK, statusError, statusQuota, "missing", "threw", "parse", "refused":
+		return d, nil
+	case statusTimeout, "died:timeout":
+		r.markDead()
+		return nil, core.ErrTimeout()
+	case statusMemory, "died:memory":
+		r.markDead()
+		return nil, core.ErrNodeMemory()
+	}
+	r.markDead()
+	return nil, core.Errorf(core.CodeEngine, "the runtime's isolate host crashed during this call; retry")
+}
+
+// Destroy unregisters everything the runtime published, kills its host and
+// deletes its scratch directory. It returns the function ids it
+// unregistered, sorted.
+func (r *runtime) Destroy() []string {
+	r.mu.Lock()
+	if r.destroyed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.destroyed = true
+	r.alive = false
+	fns := keys(r.fns)
+	trigs := keys(r.triggers)
+	types := keys(r.ttypes)
+	r.fns, r.triggers, r.ttypes = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	r.mu.Unlock()
+	bus := r.e.opts.Bus
+	for _, id := range trigs {
+		if bus != nil {
+			bus.UnregisterTrigger(id)
+		}
+	}
+	for _, id := range types {
+		if bus != nil {
+			bus.UnregisterTriggerType(id)
+		}
+	}
+	for _, id := range fns {
+		if bus != nil {
+			bus.UnregisterFunction(id)
+		}
+		r.e.opts.Registry.ReleaseFunction(id, r.owner)
+	}
+	_ = r.p.send(&msg{T: "exit"})
+	r.p.kill("destroy")
+	if r.scratchDir != "" {
+		_ = os.RemoveAll(r.scratchDir)
+	}
+	return fns
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reply answers a host's bridge call.
+func (r *runtime) reply(call int64, value json.RawMessage, err error) {
+	m := &msg{T: "reply", Call: call, OK: err == nil, Value: value}
+	if err != nil {
+		m.Error = err.Error()
+	}
+	_ = r.p.send(m)
+}

@@ -1,0 +1,207 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// scratch is a runtime's flat iii.files directory with its quota
+// (contract §10). The worker creates and deletes the directory; the host
+// only works inside it, never following links.
+type scratch struct {
+	dir      string
+	maxBytes int64
+	maxFiles int64
+}
+
+type fileArgs struct {
+	Name   json.RawMessage `json:"name"`
+	Type   string          `json:"t"`
+	Data   *string         `json:"data"`
+	Binary bool            `json:"binary"`
+}
+
+var reservedNames = map[string]bool{"con": true, "prn": true, "aux": true, "nul": true}
+
+func init() {
+	for i := 1; i <= 9; i++ {
+		reservedNames[fmt.Sprintf("com%d", i)] = true
+		reservedNames[fmt.Sprintf("lpt%d", i)] = true
+	}
+}
+
+// checkName applies the name rules of contract §10, in order.
+func checkName(method string, raw json.RawMessage, typ string) (string, *nativeResult) {
+	var name string
+	if typ != "string" || json.Unmarshal(raw, &name) != nil {
+		r := nativeResult{E: fmt.Sprintf("iii.files.%s: name must be a string", method), K: "TypeError"}
+		return "", &r
+	}
+	bad := func(format string, args ...any) (string, *nativeResult) {
+		r := fail(format, args...)
+		return "", &r
+	}
+	if name == "" {
+		return bad("file name must not be empty")
+	}
+	if len(name) > 255 {
+		return bad("file name is %d bytes; max 255", len(name))
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return bad("file name %q may only contain letters, digits, '.', '_' and '-' — it names one file in this runtime's private directory, not a path", name)
+		}
+	}
+	stem, _, _ := strings.Cut(name, ".")
+	if name == "." || name == ".." || reservedNames[strings.ToLower(stem)] {
+		return bad("file name %q is reserved", name)
+	}
+	if strings.HasSuffix(name, ".") {
+		return bad("file name %q must not end in '.'", name)
+	}
+	return name, nil
+}
+
+func (h *host) filesOp(method, arg string) nativeResult {
+	s := h.files
+	if s == nil {
+		return fail("iii.files is disabled in this runtime")
+	}
+	if method == "list" {
+		return s.list()
+	}
+	var a fileArgs
+	if err := json.Unmarshal([]byte(arg), &a); err != nil {
+		return fail("malformed iii.files request: %v", err)
+	}
+	name, bad := checkName(method, a.Name, a.Type)
+	if bad != nil {
+		return *bad
+	}
+	switch method {
+	case "read", "readText":
+		b, res := s.read(name)
+		if res != nil {
+			return *res
+		}
+		if method == "readText" {
+			return nativeResult{V: strings.ToValidUTF8(string(b), "\uFFFD")}
+		}
+		return nativeResult{V: bytesToBinaryString(b)}
+	case "remove":
+		err := os.Remove(filepath.Join(s.dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail("could not remove %q from this runtime's scratch directory", name)
+		}
+		return nativeResult{V: nil}
+	case "write":
+		if a.Data == nil {
+			return nativeResult{E: "iii.files.write: contents must be a string or Uint8Array", K: "TypeError"}
+		}
+		data := []byte(*a.Data)
+		if a.Binary {
+			data = binaryStringToBytes(*a.Data)
+		}
+		return s.write(name, data)
+	}
+	return fail("unknown iii.files method %s", method)
+}
+
+func (s *scratch) usage(except string) (bytes, files int64) {
+	entries, _ := os.ReadDir(s.dir)
+	for _, e := range entries {
+		if e.Name() == except {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			bytes += info.Size()
+			files++
+		}
+	}
+	return bytes, files
+}
+
+func (s *scratch) write(name string, data []byte) nativeResult {
+	used, count := s.usage(name)
+	if used+int64(len(data)) > s.maxBytes || count+1 > s.maxFiles {
+		r := fail("writing %q would exceed this runtime's scratch quota (%d bytes across at most %d files); remove a file first", name, s.maxBytes, s.maxFiles)
+		r.Q = true
+		return r
+	}
+	path := filepath.Join(s.dir, name)
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		return fail("that scratch entry is not a regular file")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscallNoFollow, 0o600)
+	if err != nil {
+		return fail("could not write %q in this runtime's scratch directory", name)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		return fail("could not write %q in this runtime's scratch directory", name)
+	}
+	return nativeResult{V: nil}
+}
+
+func (s *scratch) read(name string) ([]byte, *nativeResult) {
+	path := filepath.Join(s.dir, name)
+	info, err := os.Lstat(path)
+	if err != nil {
+		r := fail("no such file in this runtime's scratch directory")
+		return nil, &r
+	}
+	if !info.Mode().IsRegular() {
+		r := fail("that scratch entry is not a regular file")
+		return nil, &r
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		r := fail("no such file in this runtime's scratch directory")
+		return nil, &r
+	}
+	return b, nil
+}
+
+type fileEntry struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+func (s *scratch) list() nativeResult {
+	entries, _ := os.ReadDir(s.dir)
+	out := []fileEntry{}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			out = append(out, fileEntry{Name: e.Name(), Bytes: info.Size()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return nativeResult{V: out}
+}
+
+// bytesToBinaryString maps each byte to the code point of the same value,
+// the form the prelude turns into a Uint8Array.
+func bytesToBinaryString(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b) * 2)
+	for _, c := range b {
+		sb.WriteRune(rune(c))
+	}
+	return sb.String()
+}
+
+func binaryStringToBytes(s string) []byte {
+	out := make([]byte, 0, utf8.RuneCountInString(s))
+	for _, r := range s {
+		out = append(out, byte(r))
+	}
+	return out
+}

@@ -1,0 +1,601 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "embed"
+
+	v8 "github.com/tommie/v8go"
+
+	_ "github.com/code-runner-go/code-runner/internal/v8compat"
+)
+
+//go:embed prelude.js
+var preludeSource string
+
+// hint is what String(iii) returns (contract §9).
+const hint = "[iii: code-runner host client. e.g. await iii.trigger({ function_id: 'worker::fn', payload: {} }); also iii.registerFunction(id, handler, options?), iii.registerTrigger(input), iii.registerTriggerType(triggerType, handler), iii.unregisterTriggerType(id), iii.namespace (the prefix this runtime may register under), iii.files (a private scratch directory when enabled) and iii.shutdown(), which throws by design]"
+
+// Console caps per call (contract §4.3).
+const (
+	consoleMaxLines = 1000
+	consoleMaxBytes = 262144
+	consoleNote     = "[code-runner] log output truncated at 1000 lines / 262144 bytes; further console output is dropped"
+	detachedMax     = 256 << 10
+	maxInflight     = 32
+)
+
+// RunHost is the isolate-host process: one V8 isolate, driven by framed
+// messages on in and answering on out. It returns the process exit status.
+// The worker starts it as a child process (see Options.HostArgv); it never
+// runs in the worker process itself.
+func RunHost(in io.Reader, out io.Writer) int {
+	h := &host{
+		out:      &frameWriter{w: out},
+		inbox:    make(chan *msg, 64),
+		syncWait: map[int64]chan *msg{},
+		tasks:    map[int64]*hostTask{},
+	}
+	go h.readLoop(newFrameReader(in))
+	return h.loop()
+}
+
+type hostTask struct {
+	id       int64
+	kind     string
+	deadline time.Time
+}
+
+type host struct {
+	outMu sync.Mutex
+	out   *frameWriter
+	inbox chan *msg
+
+	syncMu   sync.Mutex
+	syncWait map[int64]chan *msg
+	nextCall atomic.Int64
+
+	iso       *v8.Isolate
+	ctx       *v8.Context
+	api       *v8.Object
+	heapLimit uint64
+	namespace string
+	files     *scratch
+
+	tasks    map[int64]*hostTask
+	runTask  int64
+	inflight int
+
+	stdout, stderr strings.Builder
+	lines, bytes   int
+	truncated      bool
+	detached       int
+
+	fired atomic.Bool // we terminated execution for a deadline
+}
+
+func (h *host) send(m *msg) {
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	if err := h.out.write(m); err != nil {
+		os.Exit(3) // the worker is gone
+	}
+}
+
+func (h *host) readLoop(fr *frameReader) {
+	for {
+		m, err := fr.read()
+		if err != nil {
+			close(h.inbox)
+			return
+		}
+		if m.T == "reply" {
+			h.syncMu.Lock()
+			ch, ok := h.syncWait[m.Call]
+			if ok {
+				delete(h.syncWait, m.Call)
+			}
+			h.syncMu.Unlock()
+			if ok {
+				ch <- m
+				continue
+			}
+		}
+		h.inbox <- m
+	}
+}
+
+func (h *host) loop() int {
+	timer := time.NewTimer(time.Hour)
+	for {
+		h.armTimer(timer)
+		select {
+		case m, ok := <-h.inbox:
+			if !ok {
+				return 0
+			}
+			if code, exit := h.handle(m); exit {
+				return code
+			}
+		case <-timer.C:
+			if h.expireIdle() {
+				return 0
+			}
+		}
+	}
+}
+
+func (h *host) armTimer(t *time.Timer) {
+	next := time.Time{}
+	for _, tk := range h.tasks {
+		if next.IsZero() || tk.deadline.Before(next) {
+			next = tk.deadline
+		}
+	}
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	if next.IsZero() {
+		t.Reset(time.Hour)
+		return
+	}
+	t.Reset(time.Until(next))
+}
+
+// expireIdle kills the isolate when a task's deadline passed while no JS was
+// running (a promise that never settles). It reports whether the host must exit.
+func (h *host) expireIdle() bool {
+	now := time.Now()
+	for _, tk := range h.tasks {
+		if !tk.deadline.After(now) {
+			h.die(statusTimeout, tk.id)
+			return true
+		}
+	}
+	return false
+}
+
+// die reports the isolate's death: culprit gets status, every other active
+// task statusDead.
+func (h *host) die(status string, culprit int64) {
+	for id := range h.tasks {
+		st := statusDead
+		if id == culprit || culprit == 0 {
+			st = status
+		}
+		m := &msg{T: "done", Task: id, Status: st}
+		if id == h.runTask {
+			m.Stdout, m.Stderr = h.stdout.String(), h.stderr.String()
+		}
+		h.send(m)
+	}
+	h.tasks = map[int64]*hostTask{}
+}
+
+func (h *host) handle(m *msg) (int, bool) {
+	switch m.T {
+	case "init":
+		if err := h.init(m.HeapMB); err != nil {
+			h.send(&msg{T: "fatal", Error: err.Error()})
+			return 4, true
+		}
+		h.send(&msg{T: "ready", RSSKB: selfRSSKB()})
+	case "bind":
+		if err := h.bind(m.Namespace, m.Files); err != nil {
+			h.send(&msg{T: "fatal", Error: err.Error()})
+			return 4, true
+		}
+	case "run":
+		h.startTask(m, "run")
+		h.runTask = m.Task
+		h.stdout.Reset()
+		h.stderr.Reset()
+		h.lines, h.bytes, h.truncated, h.detached = 0, 0, false, 0
+		return h.enter(func() error {
+			v, err := h.ctx.RunScript("(async () => {"+m.Code+"\n})()", "code.js")
+			if err != nil {
+				return err
+			}
+			_, err = h.api.MethodCall("track", h.num(m.Task), v)
+			return err
+		}, m.Task)
+	case "invoke":
+		h.startTask(m, "invoke")
+		return h.enter(func() error {
+			_, err := h.api.MethodCall("invoke", h.num(m.Task), h.str(m.FunctionID), h.str(string(orNull(m.Payload))))
+			return err
+		}, m.Task)
+	case "define":
+		h.startTask(m, "define")
+		return h.define(m)
+	case "treg", "tunreg":
+		h.startTask(m, m.T)
+		method := "triggerRegister"
+		if m.T == "tunreg" {
+			method = "triggerUnregister"
+		}
+		return h.enter(func() error {
+			_, err := h.api.MethodCall(method, h.num(m.Task), h.str(m.TypeID), h.str(string(orNull(m.Binding))))
+			return err
+		}, m.Task)
+	case "reply":
+		h.inflight--
+		return h.enter(func() error {
+			text := string(m.Value)
+			if !m.OK {
+				text = m.Error
+			}
+			_, err := h.api.MethodCall("settle", h.num(m.Call), h.boolean(m.OK), h.str(text))
+			return err
+		}, 0)
+	case "exit":
+		return 0, true
+	}
+	return 0, false
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func (h *host) startTask(m *msg, kind string) {
+	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(time.Duration(m.BudgetMS) * time.Millisecond)}
+}
+
+func (h *host) init(heapMB int64) error {
+	h.heapLimit = uint64(heapMB) << 20
+	h.iso = v8.NewIsolate(v8.WithResourceConstraints(0, h.heapLimit))
+	h.ctx = v8.NewContext(h.iso)
+	return nil
+}
+
+func (h *host) bind(namespace string, fc *filesConf) error {
+	h.namespace = namespace
+	if fc != nil {
+		h.files = &scratch{dir: fc.Dir, maxBytes: fc.MaxBytes, maxFiles: fc.MaxFiles}
+	}
+	native := v8.NewFunctionTemplate(h.iso, h.native)
+	factory, err := h.ctx.RunScript(preludeSource, "prelude.js")
+	if err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	fn, err := factory.AsFunction()
+	if err != nil {
+		return fmt.Errorf("prelude is not a function: %w", err)
+	}
+	api, err := fn.Call(v8.Undefined(h.iso), native.GetFunction(h.ctx), h.str(namespace), h.str(hint), h.boolean(fc != nil))
+	if err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	h.api, err = api.AsObject()
+	return err
+}
+
+func (h *host) num(n int64) *v8.Value {
+	v, _ := v8.NewValue(h.iso, float64(n))
+	return v
+}
+
+func (h *host) str(s string) *v8.Value {
+	v, _ := v8.NewValue(h.iso, s)
+	return v
+}
+
+func (h *host) boolean(b bool) *v8.Value {
+	v, _ := v8.NewValue(h.iso, b)
+	return v
+}
+
+// enter runs fn inside the isolate with the deadline watchdog armed, then
+// reports finished tasks. A termination we fired is a timeout; a termination
+// we did not fire, or a raised heap limit, is the heap cap. Either kills the
+// isolate, and the host exits.
+func (h *host) enter(fn func() error, task int64) (int, bool) {
+	var earliest *hostTask
+	for _, tk := range h.tasks {
+		if earliest == nil || tk.deadline.Before(earliest.deadline) {
+			earliest = tk
+		}
+	}
+	var stop func() bool
+	if earliest != nil {
+		t := time.AfterFunc(time.Until(earliest.deadline), func() {
+			h.fired.Store(true)
+			h.iso.TerminateExecution()
+		})
+		stop = t.Stop
+	}
+	err := fn()
+	if stop != nil {
+		stop()
+	}
+	if h.fired.Load() {
+		h.die(statusTimeout, earliest.id)
+		return 0, true
+	}
+	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) {
+		h.die(statusMemory, 0)
+		return 0, true
+	}
+	if err != nil && task != 0 {
+		if _, ok := h.tasks[task]; ok {
+			h.finish(task, statusError, jsErrorText(err), nil)
+		}
+	}
+	h.collect()
+	return 0, false
+}
+
+func isTermination(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "ExecutionTerminated")
+}
+
+// jsErrorText renders an error thrown straight out of RunScript (a
+// SyntaxError, or a throw before the async wrapper began).
+func jsErrorText(err error) string {
+	var je *v8.JSError
+	if errors.As(err, &je) {
+		if je.StackTrace != "" {
+			return je.StackTrace
+		}
+		return je.Message
+	}
+	return err.Error()
+}
+
+type doneRecord struct {
+	Task   int64  `json:"task"`
+	Status string `json:"status"`
+	Text   string `json:"text"`
+}
+
+func (h *host) collect() {
+	v, err := h.api.MethodCall("takeDone")
+	if err != nil {
+		return
+	}
+	var recs []doneRecord
+	if json.Unmarshal([]byte(v.String()), &recs) != nil {
+		return
+	}
+	for _, r := range recs {
+		if r.Status == statusOK {
+			h.finish(r.Task, statusOK, "", json.RawMessage(r.Text))
+		} else {
+			h.finish(r.Task, r.Status, r.Text, nil)
+		}
+	}
+}
+
+func (h *host) finish(task int64, status, text string, result json.RawMessage) {
+	if _, ok := h.tasks[task]; !ok {
+		return
+	}
+	delete(h.tasks, task)
+	m := &msg{T: "done", Task: task, Status: status, Error: text, Result: result}
+	if task == h.runTask {
+		if h.truncated {
+			h.stderr.WriteString(consoleNote + "\n")
+		}
+		m.Stdout, m.Stderr = h.stdout.String(), h.stderr.String()
+		h.runTask = 0
+	}
+	h.send(m)
+}
+
+// native is the one function the prelude reaches the host through.
+func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
+	args := info.Args()
+	if len(args) < 1 {
+		return nil
+	}
+	op := args[0].String()
+	arg := ""
+	if len(args) > 1 {
+		arg = args[1].String()
+	}
+	if op == "log" {
+		h.console(arg)
+		return nil
+	}
+	var res nativeResult
+	switch {
+	case op == "trigger":
+		res = h.trigger(arg)
+	case strings.HasPrefix(op, "files."):
+		res = h.filesOp(strings.TrimPrefix(op, "files."), arg)
+	default:
+		res = h.syncCall(op, arg)
+	}
+	b, _ := json.Marshal(res)
+	return h.str(string(b))
+}
+
+// nativeResult is what native answers the prelude: {"v": value} or
+// {"e": message, "k": kind, "q": quota}.
+type nativeResult struct {
+	V any    `json:"v,omitempty"`
+	E string `json:"e,omitempty"`
+	K string `json:"k,omitempty"`
+	Q bool   `json:"q,omitempty"`
+}
+
+func fail(format string, args ...any) nativeResult {
+	return nativeResult{E: fmt.Sprintf(format, args...), K: "Error"}
+}
+
+func (h *host) console(arg string) {
+	level, text, _ := strings.Cut(arg, "\x00")
+	if h.runTask == 0 {
+		if h.detached >= detachedMax {
+			return
+		}
+		h.detached += len(text)
+		h.send(&msg{T: "log", Level: level, Text: text})
+		return
+	}
+	if h.truncated {
+		return
+	}
+	if h.lines >= consoleMaxLines || h.bytes+len(text) > consoleMaxBytes {
+		h.truncated = true
+		return
+	}
+	h.lines++
+	h.bytes += len(text)
+	if level == "log" {
+		h.stdout.WriteString(text)
+		h.stdout.WriteByte('\n')
+	} else {
+		h.stderr.WriteString(text)
+		h.stderr.WriteByte('\n')
+	}
+}
+
+// currentDeadline is the deadline guest bus calls are clamped to: the active
+// run's, else the most recent task's; zero when nothing runs.
+func (h *host) currentDeadline() time.Time {
+	if tk, ok := h.tasks[h.runTask]; ok {
+		return tk.deadline
+	}
+	var latest *hostTask
+	for _, tk := range h.tasks {
+		if latest == nil || tk.id > latest.id {
+			latest = tk
+		}
+	}
+	if latest == nil {
+		return time.Time{}
+	}
+	return latest.deadline
+}
+
+type triggerHead struct {
+	FunctionID string   `json:"function_id"`
+	Action     *string  `json:"action"`
+	Timeout    *float64 `json:"timeout"`
+	TimeoutMS  *float64 `json:"timeout_ms"`
+}
+
+func (h *host) trigger(arg string) nativeResult {
+	headText, payload, _ := strings.Cut(arg, "\x00")
+	var head triggerHead
+	if err := json.Unmarshal([]byte(headText), &head); err != nil {
+		return fail("malformed iii request: %v", err)
+	}
+	if n := len(head.FunctionID); n > 512 {
+		return fail("function id is %d bytes; the limit is 512", n)
+	}
+	if n := len(payload); n > 1<<20 {
+		return fail("payload is %d bytes; the limit is 1048576", n)
+	}
+	var action json.RawMessage
+	if head.Action != nil {
+		if n := len(*head.Action); n > 512 {
+			return fail("action is %d bytes; the limit is 512", n)
+		}
+		if *head.Action == "void" {
+			action = json.RawMessage(`{"type":"void"}`)
+		} else {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(*head.Action), &v); err != nil {
+				return fail("invalid action %q: %v", *head.Action, err)
+			}
+			action = json.RawMessage(*head.Action)
+		}
+	}
+	if h.inflight >= maxInflight {
+		return fail("too many concurrent iii.trigger calls (limit 32); await earlier calls before making more")
+	}
+	requested := head.TimeoutMS
+	if requested == nil {
+		requested = head.Timeout
+	}
+	var reqMS int64
+	if requested != nil && *requested > 0 {
+		reqMS = int64(*requested)
+		if reqMS < 1 {
+			reqMS = 1
+		}
+	}
+	args, _ := json.Marshal(map[string]any{"function_id": head.FunctionID, "payload": json.RawMessage(payload), "action": action, "timeout_ms": reqMS})
+	id := h.nextCall.Add(1)
+	h.inflight++
+	var dl int64
+	if d := h.currentDeadline(); !d.IsZero() {
+		dl = d.UnixMilli()
+	}
+	h.send(&msg{T: "call", Call: id, Op: "trigger", Args: args, DeadlineMS: dl})
+	return nativeResult{V: id}
+}
+
+// syncCall asks the worker to perform op and waits for its answer
+// (registrations, which must claim ids in the worker's registry).
+func (h *host) syncCall(op, arg string) nativeResult {
+	id := h.nextCall.Add(1)
+	ch := make(chan *msg, 1)
+	h.syncMu.Lock()
+	h.syncWait[id] = ch
+	h.syncMu.Unlock()
+	h.send(&msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg))})
+	select {
+	case r := <-ch:
+		if !r.OK {
+			return fail("%s", r.Error)
+		}
+		var v any
+		if len(r.Value) > 0 {
+			_ = json.Unmarshal(r.Value, &v)
+		}
+		return nativeResult{V: v}
+	case <-time.After(10 * time.Second):
+		h.syncMu.Lock()
+		delete(h.syncWait, id)
+		h.syncMu.Unlock()
+		return fail("the worker did not answer %s in time", op)
+	}
+}
+
+func orEmptyObject(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "{}"
+	}
+	return s
+}
+
+// define compiles a register_function source as a factory and lets the
+// prelude call it and register the handler (contract §13.5).
+func (h *host) define(m *msg) (int, bool) {
+	return h.enter(func() error {
+		src := m.Code
+		v, err := h.ctx.RunScript("(function (handler) {"+src+"\n;return handler;\n})", "source.js")
+		if err != nil && strings.Contains(err.Error(), "has already been declared") {
+			v, err = h.ctx.RunScript("(function () {"+src+"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
+		}
+		if err != nil {
+			h.finish(m.Task, "parse", jsErrorText(err), nil)
+			return nil
+		}
+		_, err = h.api.MethodCall("define", h.num(m.Task), h.str(m.FunctionID), v, h.str(string(orNull(m.Payload))))
+		return err
+	}, m.Task)
+}
+
+// selfRSSKB reads this process's resident set size.
+func selfRSSKB() int64 {
+	return rssKB(os.Getpid())
+}

@@ -1,0 +1,86 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+)
+
+// TestMain doubles as the isolate host: the engine under test starts this
+// test binary with CODE_RUNNER_ISOLATE_HOST=1, as the worker starts itself
+// with HostArg.
+func TestMain(m *testing.M) {
+	if os.Getenv("CODE_RUNNER_ISOLATE_HOST") == "1" {
+		os.Exit(RunHost(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+type rig struct {
+	eng    *Engine
+	reg    *core.Registry
+	router *core.Router
+	pipe   *core.Pipeline
+	cfg    configsvc.Config
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport, bus core.Bus) *rig {
+	t.Helper()
+	cfg := configsvc.Defaults()
+	cfg.WarmPoolNode = 0
+	if mut != nil {
+		mut(&cfg)
+	}
+	r := &rig{reg: core.NewRegistry(nil), cfg: cfg}
+	eng, err := New(Options{HostArgv: []string{os.Args[0]}, HostEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"},
+		Registry: r.reg, Bus: bus, Transport: transport, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	r.eng = eng
+	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangNode: eng}}
+	r.router = core.NewRouter(transport, quiet())
+	r.pipe = core.NewPipeline(&configsvc.Snapshot{Config: cfg}, svc.Handle, core.RunStages()...)
+	r.router.Handle(core.FnRun, core.Route{Decode: core.DecodeRunCall, Pipeline: r.pipe})
+	return r
+}
+
+func (r *rig) run(t testing.TB, req map[string]any) (*core.RunResponse, *core.Error) {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := r.router.Invoke(ctx, core.FnRun, b, nil)
+	if err != nil {
+		var ce *core.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("non-wire error %v", err)
+		}
+		return nil, ce
+	}
+	return res.(*core.RunResponse), nil
+}
+
+func node(code string) map[string]any { return map[string]any{"lang": "node", "code": code} }
+
+func TestRunBasics(t *testing.T) {
+	r := newRig(t, nil, nil, nil)
+	res, err := r.run(t, node(`console.log("hi"); return 2 + 2`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stdout != "hi\n" || string(res.Result) != "4" || res.ExitCode != 0 || !res.Success || res.RuntimeID != "" {
+		t.Fatalf("%+v", res)
+	}
+}

@@ -1,0 +1,114 @@
+package node
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// maxFrame bounds one frame between parent and host. Guest data crossing it
+// is already capped (code 1 MiB, payloads 1 MiB, console 256 KiB per call,
+// results by the output cap); 64 MiB leaves room for scratch file reads.
+const maxFrame = 64 << 20
+
+// msg is every message exchanged between the worker and an isolate host,
+// framed as a 4-byte big-endian length followed by JSON.
+type msg struct {
+	T    string `json:"t"`
+	Task int64  `json:"task,omitempty"`
+	Call int64  `json:"call,omitempty"`
+
+	// init
+	HeapMB    int64      `json:"heap_mb,omitempty"`
+	Namespace string     `json:"namespace,omitempty"`
+	Files     *filesConf `json:"files,omitempty"`
+
+	// run / invoke / define / trigger-type tasks
+	Code       string          `json:"code,omitempty"`
+	BudgetMS   int64           `json:"budget_ms,omitempty"`
+	FunctionID string          `json:"function_id,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Binding    json.RawMessage `json:"binding,omitempty"`
+	TypeID     string          `json:"type_id,omitempty"`
+
+	// bridge calls (host → parent) and their replies
+	Op         string          `json:"op,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	OK         bool            `json:"ok,omitempty"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	DeadlineMS int64           `json:"deadline_ms,omitempty"` // unix ms of the enclosing task's deadline, 0 = none
+
+	// done
+	Status string          `json:"status,omitempty"`
+	Stdout string          `json:"stdout,omitempty"`
+	Stderr string          `json:"stderr,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+
+	// ready / log
+	RSSKB int64  `json:"rss_kb,omitempty"`
+	Level string `json:"level,omitempty"`
+	Text  string `json:"text,omitempty"`
+}
+
+// filesConf configures iii.files in a host.
+type filesConf struct {
+	Dir      string `json:"dir"`
+	MaxBytes int64  `json:"max_bytes"`
+	MaxFiles int64  `json:"max_files"`
+}
+
+// Task outcomes reported in done.status.
+const (
+	statusOK      = "ok"      // completed; result holds the JSON
+	statusError   = "error"   // threw or rejected; error holds the text
+	statusTimeout = "timeout" // the task's deadline passed; the isolate is dead
+	statusMemory  = "memory"  // the heap cap was hit; the isolate is dead
+	statusQuota   = "quota"   // an iii.files quota refusal escaped; error holds its text
+	statusDead    = "dead"    // the isolate died for another task's kill
+)
+
+type frameWriter struct {
+	w io.Writer
+}
+
+func (fw *frameWriter) write(m *msg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", m.T, err)
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := fw.w.Write(append(hdr[:], b...)); err != nil {
+		return err
+	}
+	return nil
+}
+
+type frameReader struct {
+	r *bufio.Reader
+}
+
+func newFrameReader(r io.Reader) *frameReader { return &frameReader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+func (fr *frameReader) read() (*msg, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(fr.r, b); err != nil {
+		return nil, err
+	}
+	var m msg
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode frame: %w", err)
+	}
+	return &m, nil
+}

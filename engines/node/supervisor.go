@@ -1,0 +1,236 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// hostProc is one supervised isolate-host process.
+type hostProc struct {
+	cmd    *exec.Cmd
+	pid    int
+	heapMB int64
+	log    *slog.Logger
+
+	wmu sync.Mutex
+	w   *frameWriter
+
+	mu       sync.Mutex
+	waiters  map[int64]chan *msg
+	killedAs string // "timeout", "memory", "destroy" when we killed it
+	deathAs  string // why it died: "memory" or "engine"
+	onCall   func(*msg)
+	onLog    func(level, text string)
+	onExit   func()
+
+	baselineKB int64
+	exited     chan struct{}
+	stderr     tailBuffer
+}
+
+// tailBuffer keeps the last 8 KiB written to it (a dying host's last words).
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8192 {
+		t.buf = append([]byte{}, t.buf[len(t.buf)-8192:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.buf))
+}
+
+// spawnHost starts a host process and waits until its isolate exists.
+func spawnHost(ctx context.Context, argv, env []string, heapMB int64, log *slog.Logger) (*hostProc, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env // minimal: nothing of the worker's environment
+	cmd.SysProcAttr = hostSysProcAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &hostProc{cmd: cmd, heapMB: heapMB, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{})}
+	cmd.Stderr = &p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start isolate host: %w", err)
+	}
+	p.pid = cmd.Process.Pid
+	ready := make(chan *msg, 1)
+	go p.readLoop(newFrameReader(stdout), ready)
+	if err := p.send(&msg{T: "init", HeapMB: heapMB}); err != nil {
+		p.kill("destroy")
+		return nil, err
+	}
+	select {
+	case m := <-ready:
+		if m == nil || m.T != "ready" {
+			p.kill("destroy")
+			return nil, fmt.Errorf("isolate host failed to start: %s", p.stderr.String())
+		}
+		p.baselineKB = rssKB(p.pid)
+		return p, nil
+	case <-ctx.Done():
+		p.kill("destroy")
+		return nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		p.kill("destroy")
+		return nil, errors.New("isolate host did not start within 30s")
+	}
+}
+
+func (p *hostProc) send(m *msg) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return p.w.write(m)
+}
+
+func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
+	booted := false
+	for {
+		m, err := fr.read()
+		if err != nil {
+			break
+		}
+		switch m.T {
+		case "ready":
+			if !booted {
+				booted = true
+				ready <- m
+			}
+		case "fatal":
+			p.log.Error("isolate host failed", "err", m.Error)
+		case "done":
+			p.mu.Lock()
+			ch := p.waiters[m.Task]
+			delete(p.waiters, m.Task)
+			p.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+		case "call":
+			p.mu.Lock()
+			h := p.onCall
+			p.mu.Unlock()
+			if h != nil {
+				go h(m)
+			} else {
+				_ = p.send(&msg{T: "reply", Call: m.Call, Error: "this runtime is not bound yet"})
+			}
+		case "log":
+			p.mu.Lock()
+			h := p.onLog
+			p.mu.Unlock()
+			if h != nil {
+				h(m.Level, m.Text)
+			}
+		}
+	}
+	if !booted {
+		close(ready)
+	}
+	err := p.cmd.Wait()
+	reason := p.classify(err)
+	p.mu.Lock()
+	p.deathAs = reason
+	waiters := p.waiters
+	p.waiters = map[int64]chan *msg{}
+	onExit := p.onExit
+	p.mu.Unlock()
+	for id, ch := range waiters {
+		ch <- &msg{T: "done", Task: id, Status: "died:" + reason}
+	}
+	close(p.exited)
+	if onExit != nil {
+		onExit()
+	}
+}
+
+// classify names why the host ended: "memory" for our memory kill or a V8
+// fatal out-of-memory abort, else "engine".
+func (p *hostProc) classify(err error) string {
+	p.mu.Lock()
+	killed := p.killedAs
+	p.mu.Unlock()
+	if killed == "memory" || killed == "timeout" || killed == "destroy" {
+		return killed
+	}
+	tail := p.stderr.String()
+	if strings.Contains(tail, "out of memory") || strings.Contains(tail, "OOM") || strings.Contains(tail, "Allocation failed") {
+		return "memory"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && (ws.Signal() == syscall.SIGTRAP || ws.Signal() == syscall.SIGABRT) {
+			return "memory"
+		}
+	}
+	if tail != "" {
+		p.log.Debug("isolate host exited", "stderr", tail)
+	}
+	return "engine"
+}
+
+// kill ends the host at once (its whole process group), recording why.
+func (p *hostProc) kill(reason string) {
+	p.mu.Lock()
+	if p.killedAs == "" {
+		p.killedAs = reason
+	}
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	_ = p.cmd.Process.Kill()
+}
+
+// dead reports whether the process has exited.
+func (p *hostProc) dead() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// start sends a task message and returns the channel its done arrives on.
+func (p *hostProc) start(m *msg) (chan *msg, error) {
+	ch := make(chan *msg, 1)
+	p.mu.Lock()
+	if p.deathAs != "" {
+		p.mu.Unlock()
+		return nil, errors.New("isolate host is gone")
+	}
+	p.waiters[m.Task] = ch
+	p.mu.Unlock()
+	if err := p.send(m); err != nil {
+		p.mu.Lock()
+		delete(p.waiters, m.Task)
+		p.mu.Unlock()
+		return nil, err
+	}
+	return ch, nil
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
