@@ -89,11 +89,11 @@ func trivialStillAnswers(t *testing.T, r *rig, pid int) {
 func TestConsoleAndOutcomes(t *testing.T) {
 	r, _ := newLoopRig(t, nil)
 	tests := []struct {
-		name               string
-		code               string
-		stdout, stderrHas  string
-		result             string
-		exit               int64
+		name              string
+		code              string
+		stdout, stderrHas string
+		result            string
+		exit              int64
 	}{
 		{"log/info/debug to stdout, warn/trace/error to stderr", `console.log("a", 1, {x:[2]}); console.info("b"); console.debug("c"); console.warn("w"); console.error("e"); console.trace("t")`, "a 1 {\"x\":[2]}\nb\nc\n", "w\ne\nt\n", "null", 0},
 		{"non-ASCII round-trips", `const s = "olá — 日本語 ±3°"; console.log(s); return s`, "olá — 日本語 ±3°\n", "", `"olá — 日本語 ±3°"`, 0},
