@@ -224,15 +224,16 @@ type runtime struct {
 	externalMB int64
 	scratchDir string
 
-	mu        sync.Mutex
-	alive     bool
-	destroyed bool
-	nextTask  int64
-	bridge    core.Bridge
-	fns       map[string]bool
-	triggers  map[string]bool
-	ttypes    map[string]bool
-	onDeath   []func()
+	mu         sync.Mutex
+	alive      bool
+	destroyed  bool
+	nextTask   int64
+	bridge     core.Bridge
+	fns        map[string]bool
+	triggers   map[string]bool
+	ttypes     map[string]bool
+	onDeath    []func()
+	lastActive time.Time
 }
 
 // Alive reports whether the runtime can serve another call.
@@ -309,7 +310,13 @@ func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
 	}
 	r.nextTask++
 	m.Task = r.nextTask
+	r.lastActive = time.Now()
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.lastActive = time.Now()
+		r.mu.Unlock()
+	}()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Duration(r.e.opts.Live().MaxTimeoutMS) * time.Millisecond)

@@ -29,6 +29,7 @@ type rig struct {
 	reg    *core.Registry
 	router *core.Router
 	pipe   *core.Pipeline
+	ns     *core.Namespaces
 	cfg    configsvc.Config
 }
 
@@ -53,7 +54,29 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 	r.router = core.NewRouter(transport, quiet())
 	r.pipe = core.NewPipeline(&configsvc.Snapshot{Config: cfg}, svc.Handle, core.RunStages()...)
 	r.router.Handle(core.FnRun, core.Route{Decode: core.DecodeRunCall, Pipeline: r.pipe})
+	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
+	snap := &configsvc.Snapshot{Config: cfg}
+	r.router.Handle(core.FnRegisterFunction, core.Route{Decode: core.DecodeRegisterCall, Pipeline: core.NewPipeline(snap, r.ns.Register, core.RedactUnheld, core.BridgePolicy)})
+	r.router.Handle(core.FnTeardown, core.Route{Decode: core.DecodeTeardownCall, Pipeline: core.NewPipeline(snap, r.ns.Teardown)})
 	return r
+}
+
+// call invokes any routed function with a JSON payload.
+func (r *rig) call(t testing.TB, fn string, req any) (json.RawMessage, *core.Error) {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := r.router.Invoke(ctx, fn, b, nil)
+	if err != nil {
+		var ce *core.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("non-wire error %v", err)
+		}
+		return nil, ce
+	}
+	out, _ := json.Marshal(res)
+	return out, nil
 }
 
 func (r *rig) run(t testing.TB, req map[string]any) (*core.RunResponse, *core.Error) {

@@ -142,6 +142,10 @@
   const RF = 'registerFunction(functionId, handler, options?): ';
 
   function registerFunction(functionId, handler, options) {
+    return registerImpl(functionId, handler, options, null);
+  }
+
+  function registerImpl(functionId, handler, options, defaultDescription) {
     if (typeof functionId !== 'string' || functionId === '') throw new TypeErrorCtor(RF + 'functionId must be a non-empty string');
     if (typeof handler !== 'function') throw new TypeErrorCtor(RF + 'handler must be a function — HTTP-invoked functions cannot be registered from a code-runner runtime');
     if (options !== undefined && (options === null || typeof options !== 'object' || isArray(options))) throw new TypeErrorCtor(RF + 'options must be an object when given');
@@ -151,7 +155,8 @@
     const has = (k) => opts[k] !== undefined;
     host('registerFunction', stringify({ id: functionId, description: description === undefined ? null : description,
       request_format: has('request_format') ? opts.request_format : null, has_request_format: has('request_format'),
-      response_format: has('response_format') ? opts.response_format : null, has_response_format: has('response_format') }));
+      response_format: has('response_format') ? opts.response_format : null, has_response_format: has('response_format'),
+      default_description: defaultDescription }));
     apply(mapSet, handlers, [functionId, handler]);
     let gone = false;
     return freeze({
@@ -296,7 +301,7 @@
       }
       try {
         const o = parse(optionsText);
-        registerFunction(functionId, h, o);
+        registerImpl(functionId, h, o, 'Registered through code-runner::register_function; implemented in JavaScript.');
       } catch (e) {
         finish(task, 'refused', (e !== null && typeof e === 'object') ? StringCtor(e.message) : StringCtor(e));
         return;

@@ -1,0 +1,345 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Definer is implemented by runtimes that can host register_function
+// handlers (contract §13.5, §13.6).
+type Definer interface {
+	// Define runs source in the runtime so that it defines handler(payload)
+	// and publishes it as functionID. A definition failure is an *Error
+	// (invalid_request with the diagnostic, timeout, resource_exhausted).
+	Define(ctx context.Context, def Definition) error
+}
+
+// Definition is one register_function request handed to a runtime.
+type Definition struct {
+	FunctionID     string
+	Source         string
+	Description    *string
+	RequestFormat  []byte // nil when absent
+	ResponseFormat []byte
+}
+
+// nsKey names one namespace runtime.
+type nsKey struct {
+	ns   string // canonical "<seg>::"
+	lang Lang
+}
+
+// nsRuntime is one (namespace, lang) runtime.
+type nsRuntime struct {
+	key     nsKey
+	rt      Runtime
+	slot    *Slot
+	mu      sync.Mutex // serializes registrations
+	ids     map[string]bool
+	gone    bool
+	touched time.Time
+}
+
+// Namespaces is the terminal of code-runner::register_function and
+// code-runner::teardown: one runtime per (namespace, lang), created by that
+// language's first registration.
+type Namespaces struct {
+	Registry *Registry
+	Engines  map[Lang]Engine
+	Run      *RunService
+	Now      func() time.Time
+
+	mu   sync.Mutex
+	live map[nsKey]*nsRuntime
+}
+
+// DecodeRegisterCall is the Decoder of the register_function route.
+func DecodeRegisterCall(call *Call) error {
+	req, err := DecodeRegister(call.Payload)
+	if err != nil {
+		return err
+	}
+	call.Request = req
+	return nil
+}
+
+// DecodeTeardownCall is the Decoder of the teardown route.
+func DecodeTeardownCall(call *Call) error {
+	req, err := DecodeTeardown(call.Payload)
+	if err != nil {
+		return err
+	}
+	call.Request = req
+	call.Held = req.RuntimeID
+	return nil
+}
+
+var workerNameChars = regexp.MustCompile(`^[a-z0-9._-]+$`)
+
+// CheckNamespaceSegment applies the worker-name charset rule (contract
+// §13.2 step 5) to seg; ns is its canonical "<seg>::" form for messages.
+func CheckNamespaceSegment(seg string) error {
+	ns := seg + "::"
+	reason := ""
+	switch {
+	case len(seg) > 64:
+		reason = fmt.Sprintf(`worker name %q is %d bytes; max 64`, seg, len(seg))
+	case strings.Contains(seg, ".."):
+		reason = fmt.Sprintf(`worker name %q contains ".."`, seg)
+	case strings.HasPrefix(seg, "."):
+		reason = fmt.Sprintf(`worker name %q starts with "."`, seg)
+	case !workerNameChars.MatchString(seg):
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+				reason = fmt.Sprintf(`worker name %q contains '%c'; use lowercase letters, digits, ".", "_" or "-"`, seg, c)
+				break
+			}
+		}
+	}
+	if reason == "" {
+		return nil
+	}
+	return Errorf(CodeInvalidRequest, `namespace %q is not one worker name: %s. A namespace's first segment IS the worker name on the bus, so pass a single segment — "my-app::", with lowercase letters, digits, ".", "_" or "-". Ids may still nest below it: "my-app::v2::save" registers fine under namespace "my-app::".`, ns, reason)
+}
+
+// Register handles code-runner::register_function (contract §13.2).
+func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
+	req := call.Request.(*RegisterRequest)
+	for _, f := range []struct {
+		name string
+		raw  []byte
+	}{{"request_format", req.RequestFormat}, {"response_format", req.ResponseFormat}} {
+		if f.raw != nil {
+			if err := CheckFormat(f.name, f.raw); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if l := len(req.FunctionID); l > 512 {
+		prefix := req.FunctionID
+		if utf8.RuneCountInString(prefix) > 40 {
+			prefix = string([]rune(prefix)[:40])
+		}
+		return nil, Errorf(CodeInvalidRequest, "function id %q… is %d bytes; the limit is 512", prefix, l)
+	}
+	if req.Description != nil && len(*req.Description) > 4096 {
+		return nil, Errorf(CodeInvalidRequest, "description is %d bytes; the limit is 4096", len(*req.Description))
+	}
+	if len(req.Source) > MaxCodeBytes {
+		return nil, Errorf(CodeInvalidRequest, "source is %d bytes; max %d", len(req.Source), MaxCodeBytes)
+	}
+	seg, _, found := strings.Cut(req.FunctionID, "::")
+	if !found || seg == "" {
+		return nil, Errorf(CodeInvalidRequest, `function id %q has no namespace; pass something like "my-app::greet"`, req.FunctionID)
+	}
+	if err := CheckNamespaceSegment(seg); err != nil {
+		return nil, err
+	}
+	ns := seg + "::"
+	if ns == "code-runner::" {
+		return nil, Errorf(CodeInvalidRequest, `namespace "code-runner::" is reserved for the worker itself; pick your own namespace`)
+	}
+	eng, err := n.Run.engine(req.Lang)
+	if err != nil {
+		return nil, err
+	}
+	owner := string(req.Lang) + ":" + ns
+	if err := n.Registry.ClaimFunction(req.FunctionID, owner); err != nil {
+		return nil, Errorf(CodeInvalidRequest, "function id %q is already taken", req.FunctionID)
+	}
+	key := nsKey{ns: ns, lang: req.Lang}
+	nr, created, err := n.getOrCreate(ctx, key, eng, call)
+	if err != nil {
+		n.releaseIfUnused(req.FunctionID, owner, nil)
+		return nil, err
+	}
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	if nr.gone {
+		n.Registry.ReleaseFunction(req.FunctionID, owner)
+		return nil, Errorf(CodeEngine, "namespace %q was torn down while this registration was in flight", ns)
+	}
+	definer, ok := nr.rt.(Definer)
+	if !ok {
+		n.releaseIfUnused(req.FunctionID, owner, nr)
+		return nil, Errorf(CodeEngine, "registration failed: the %s engine cannot host register_function handlers", req.Lang)
+	}
+	dctx, cancel := context.WithTimeout(ctx, RunBudget(0, call.Config))
+	defer cancel()
+	err = definer.Define(dctx, Definition{FunctionID: req.FunctionID, Source: req.Source, Description: req.Description,
+		RequestFormat: req.RequestFormat, ResponseFormat: req.ResponseFormat})
+	if err != nil {
+		if !nr.ids[req.FunctionID] {
+			n.Registry.ReleaseFunction(req.FunctionID, owner)
+		}
+		if created && len(nr.ids) == 0 || !nr.rt.Alive() {
+			n.remove(nr)
+		}
+		return nil, err
+	}
+	nr.ids[req.FunctionID] = true
+	nr.touched = n.now()
+	return &RegisterResponse{FunctionID: req.FunctionID, Registered: true}, nil
+}
+
+func (n *Namespaces) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
+func (n *Namespaces) releaseIfUnused(id, owner string, nr *nsRuntime) {
+	if nr != nil && nr.ids[id] {
+		return
+	}
+	n.Registry.ReleaseFunction(id, owner)
+}
+
+func (n *Namespaces) getOrCreate(ctx context.Context, key nsKey, eng Engine, call *Call) (*nsRuntime, bool, error) {
+	n.mu.Lock()
+	if n.live == nil {
+		n.live = map[nsKey]*nsRuntime{}
+	}
+	if nr, ok := n.live[key]; ok && nr.rt.Alive() {
+		n.mu.Unlock()
+		return nr, false, nil
+	} else if ok {
+		delete(n.live, key)
+		n.mu.Unlock()
+		n.destroy(nr)
+		n.mu.Lock()
+	}
+	n.mu.Unlock()
+	slot, err := n.Registry.AcquireSlot(call.Config.MaxRuntimes)
+	if err != nil {
+		return nil, false, err
+	}
+	rt, err := eng.NewRuntime(ctx, RuntimeOptions{Namespace: key.ns, Config: call.Config})
+	if err != nil {
+		slot.Release()
+		return nil, false, AsError(err, call.FunctionID)
+	}
+	nr := &nsRuntime{key: key, rt: rt, slot: slot, ids: map[string]bool{}, touched: n.now()}
+	n.mu.Lock()
+	if other, ok := n.live[key]; ok && other.rt.Alive() {
+		// Another registration created it first; use that one.
+		n.mu.Unlock()
+		rt.Destroy()
+		slot.Release()
+		return other, false, nil
+	}
+	n.live[key] = nr
+	n.mu.Unlock()
+	if m, ok := rt.(Mortal); ok {
+		m.OnDeath(func() { n.remove(nr) })
+	}
+	return nr, true, nil
+}
+
+// remove forgets and destroys a namespace runtime.
+func (n *Namespaces) remove(nr *nsRuntime) []string {
+	n.mu.Lock()
+	if cur, ok := n.live[nr.key]; ok && cur == nr {
+		delete(n.live, nr.key)
+	}
+	n.mu.Unlock()
+	return n.destroy(nr)
+}
+
+func (n *Namespaces) destroy(nr *nsRuntime) []string {
+	nr.gone = true
+	ids := nr.rt.Destroy()
+	owner := string(nr.key.lang) + ":" + nr.key.ns
+	for id := range nr.ids {
+		n.Registry.ReleaseFunction(id, owner)
+	}
+	nr.slot.Release()
+	return ids
+}
+
+// Teardown handles code-runner::teardown (contract §14).
+func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
+	req := call.Request.(*TeardownRequest)
+	switch {
+	case req.RuntimeID != "" && req.Namespace != "":
+		return nil, Errorf(CodeInvalidRequest, "pass exactly one of runtime_id or namespace, not both: runtime_id tears down a single kept run's runtime, namespace tears down every runtime backing a register_function namespace")
+	case req.RuntimeID == "" && req.Namespace == "":
+		return nil, Errorf(CodeInvalidRequest, `pass exactly one of runtime_id (a kept run's runtime) or namespace (a register_function namespace, e.g. "app" for ids like app::greet)`)
+	case req.RuntimeID != "":
+		return n.Run.TeardownRuntime(ctx, req.RuntimeID)
+	}
+	seg := strings.TrimRight(req.Namespace, ":")
+	if err := CheckNamespaceSegment(seg); err != nil {
+		return nil, err
+	}
+	ns := seg + "::"
+	var victims []*nsRuntime
+	n.mu.Lock()
+	for _, lang := range []Lang{LangPython, LangNode} {
+		if nr, ok := n.live[nsKey{ns: ns, lang: lang}]; ok {
+			delete(n.live, nr.key)
+			victims = append(victims, nr)
+		}
+	}
+	n.mu.Unlock()
+	if len(victims) == 0 {
+		return nil, Errorf(CodeRuntimeNotFound, `no runtime is registered for namespace %q; register a function in it first, or pass a runtime_id instead`, ns)
+	}
+	set := map[string]bool{}
+	for _, nr := range victims {
+		nr.mu.Lock()
+		for _, id := range n.destroy(nr) {
+			set[id] = true
+		}
+		nr.mu.Unlock()
+	}
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return &TeardownResponse{Namespace: ns, TornDown: true, Unregistered: ids}, nil
+}
+
+// ReapIdle destroys node namespace runtimes idle longer than ttl (python
+// namespaces are pinned, contract §13.8). It returns how many it reaped.
+func (n *Namespaces) ReapIdle(ttl time.Duration) int {
+	now := n.now()
+	var victims []*nsRuntime
+	n.mu.Lock()
+	for k, nr := range n.live {
+		if k.lang != LangNode {
+			continue
+		}
+		idle := now.Sub(nr.touched)
+		if t, ok := nr.rt.(interface{ LastActive() time.Time }); ok {
+			if la := t.LastActive(); la.After(nr.touched) {
+				idle = now.Sub(la)
+			}
+		}
+		if idle >= ttl && nr.mu.TryLock() {
+			delete(n.live, k)
+			victims = append(victims, nr)
+		}
+	}
+	n.mu.Unlock()
+	for _, nr := range victims {
+		n.destroy(nr)
+		nr.mu.Unlock()
+	}
+	return len(victims)
+}
+
+// Count returns how many namespace runtimes are live.
+func (n *Namespaces) Count() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.live)
+}

@@ -1,0 +1,81 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+)
+
+// ReapIdleKept destroys kept runtimes idle for at least ttl with no call in
+// flight, tombstoning their ids (contract §15.2). It returns how many it
+// reaped.
+func (r *Registry) ReapIdleKept(ttl time.Duration) int {
+	now := r.now()
+	n := 0
+	for _, k := range r.Kept() {
+		idle, ok := k.Idle(now)
+		if !ok || idle < ttl {
+			continue
+		}
+		if r.Forget(k, true) {
+			k.Runtime.Destroy()
+			n++
+		}
+	}
+	return n
+}
+
+// SweepInterval is clamp(idle_ttl_secs, 1, 60) seconds.
+func SweepInterval(cfg *configsvc.Config) time.Duration {
+	s := cfg.IdleTTLSecs
+	if s < 1 {
+		s = 1
+	}
+	if s > 60 {
+		s = 60
+	}
+	return time.Duration(s) * time.Second
+}
+
+// Sweeper reaps idle kept runtimes and node namespace runtimes against the
+// live idle_ttl_secs, recomputing its interval every tick.
+type Sweeper struct {
+	Registry   *Registry
+	Namespaces *Namespaces
+	Live       func() *configsvc.Config
+	Log        *slog.Logger
+}
+
+// Run ticks until ctx ends; the first tick is at start. A panic in a sweep
+// is recovered and logged, and the sweeper continues.
+func (s *Sweeper) Run(ctx context.Context) {
+	for {
+		cfg := s.Live()
+		s.sweep(cfg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(SweepInterval(cfg)):
+		}
+	}
+}
+
+func (s *Sweeper) sweep(cfg *configsvc.Config) {
+	defer func() {
+		if p := recover(); p != nil && s.Log != nil {
+			s.Log.Error("idle sweeper panicked; continuing", "panic", fmt.Sprint(p))
+		}
+	}()
+	ttl := time.Duration(cfg.IdleTTLSecs) * time.Second
+	kept := s.Registry.ReapIdleKept(ttl)
+	ns := 0
+	if s.Namespaces != nil {
+		ns = s.Namespaces.ReapIdle(ttl)
+	}
+	if (kept > 0 || ns > 0) && s.Log != nil {
+		s.Log.Info("reaped idle runtimes", "kept", kept, "namespaces", ns)
+	}
+}
