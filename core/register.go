@@ -337,9 +337,15 @@ func (n *Namespaces) ReapIdle(ttl time.Duration) int {
 	return len(victims)
 }
 
-// Count returns how many namespace runtimes are live.
-func (n *Namespaces) Count() int {
+// CountLang returns how many namespace runtimes of lang are live.
+func (n *Namespaces) CountLang(lang Lang) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.live)
+	c := 0
+	for k := range n.live {
+		if k.lang == lang {
+			c++
+		}
+	}
+	return c
 }

@@ -5,6 +5,8 @@
 // Usage:
 //
 //	code-runner [serve] [flags] connect to the engine and serve (the default)
+//	code-runner run --lang node|python [--code CODE | --file PATH | -]
+//	                            run code in-process with no engine
 //	code-runner --manifest      print the registry manifest and exit
 //	code-runner version         print the versions of the binary and its engines
 package main
@@ -20,12 +22,17 @@ import (
 
 	v8 "github.com/tommie/v8go"
 
+	"github.com/code-runner-go/code-runner/engines/node"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
 	_ "github.com/code-runner-go/code-runner/internal/v8compat"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == node.HostArg {
+		// Hidden mode: this process is one supervised V8 isolate host.
+		os.Exit(node.RunHost(os.Stdin, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }
 
@@ -38,6 +45,9 @@ func run(args []string, stdout, stderr io.Writer, env envFunc) int {
 		}
 		printVersion(stdout)
 		return 0
+	}
+	if len(args) > 0 && args[0] == "run" {
+		return runLocal(args[1:], os.Stdin, stdout, stderr, env)
 	}
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]

@@ -182,6 +182,15 @@ func TestServeConnectsAndReportsMetadata(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatalf("worker never registered: %v\n%s", err, stderr.String())
 	}
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("code-runner::on-config-change") }); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("functions never registered: %v\n%s", err, stderr.String())
+	}
+	// A real run through the bus, served by an isolate host of this binary.
+	out, eb, _ := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "return 2 + 2"}, nil)
+	if eb != nil || !strings.Contains(string(out), `"result":4`) {
+		t.Fatalf("%s %+v\n%s", out, eb, stderr.String())
+	}
 	res, _, _ := e.Invoke(ctx, "engine::workers::list", map[string]any{}, nil)
 	var wl struct {
 		Workers []iiitest.WorkerSummary `json:"workers"`

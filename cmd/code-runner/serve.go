@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
+	"github.com/code-runner-go/code-runner/internal/worker"
 )
 
 // workerName is III_WORKER_NAME when set, else code-runner.
@@ -21,37 +21,37 @@ func workerName(env envFunc) string {
 	return "code-runner"
 }
 
-// serve connects to the engine and stays connected until SIGINT/SIGTERM,
-// then closes within the launchers' 10 s window. It returns the exit status.
+// serve runs the worker until SIGINT/SIGTERM and returns the exit status:
+// 0 after a clean stop (within the launchers' 10 s window), 1 when boot
+// fails or the engine rejects the worker.
 func serve(opts *options, env envFunc, log *slog.Logger) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fatal := make(chan string, 1)
-	client := iii.New(iii.Options{
-		URL: opts.URL, Name: workerName(env), Version: buildinfo.Version, Description: description,
-		Namespace: opts.Namespace, Logger: log,
-		OnRejected: func(code, detail string) {
-			select {
-			case fatal <- code + ": " + detail:
-			default:
-			}
-		},
-	})
-	log.Info("code-runner connecting", "url", opts.URL, "worker", workerName(env))
-	status := 0
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.Serve(ctx, worker.ServeOptions{
+			URL: opts.URL, Namespace: opts.Namespace, WorkerName: workerName(env), Version: buildinfo.Version,
+			Description: description, ConfigSource: opts.ConfigSource, ConfigFile: opts.ConfigFile, SeedPath: opts.Config,
+			Env: env, Log: log,
+		})
+	}()
 	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("code-runner cannot serve", "err", err)
+			return 1
+		}
+		return 0
 	case <-ctx.Done():
-		log.Info("code-runner stopping")
-	case reason := <-fatal:
-		log.Error("code-runner cannot serve under this name; exiting", "reason", reason)
-		status = 1
 	}
-	done := make(chan struct{})
-	go func() { _ = client.Close(); close(done) }()
 	select {
-	case <-done:
-	case <-time.After(8 * time.Second):
-		log.Warn("connection did not close in time; exiting anyway")
+	case err := <-done:
+		if err != nil {
+			log.Error("code-runner stopped with an error", "err", err)
+			return 1
+		}
+	case <-time.After(9 * time.Second):
+		log.Warn("shutdown did not finish in time; exiting anyway")
 	}
-	return status
+	return 0
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/internal/worker"
+)
+
+// runLocal is `code-runner run`: one run in-process with no engine, through
+// the same pipeline, printing the code-runner::run response (contract
+// §20.1a). Exit 0 on a response, 1 on a code-runner error, 2 on bad usage.
+func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envFunc) int {
+	fs := flag.NewFlagSet("code-runner run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lang := fs.String("lang", "", "node or python (required)")
+	code := fs.String("code", "", "the code to run")
+	file := fs.String("file", "", "read the code from this file")
+	timeout := fs.Uint64("timeout-ms", 0, "run budget in ms (0 = configured default)")
+	memory := fs.Uint64("memory-mb", 0, "memory cap for the runtime in MiB (0 = default)")
+	pretty := fs.Bool("pretty", false, "indent the JSON response")
+	configFile := fs.String("config-file", "", "local configuration file (env III_CODE_RUNNER_CONFIG_FILE; default "+defaultConfigFile+")")
+	logLevel := fs.String("log-level", "", "debug | info | warn | error (env CODE_RUNNER_LOG_LEVEL; default warn)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "code-runner run: %v; run `code-runner run --help` for the flags\n", err)
+		return 2
+	}
+	fromStdin := false
+	switch rest := fs.Args(); {
+	case len(rest) == 1 && rest[0] == "-":
+		fromStdin = true
+	case len(rest) > 0:
+		fmt.Fprintf(stderr, "code-runner run: unexpected argument %q; pass code with --code, --file or - (stdin)\n", rest[0])
+		return 2
+	}
+	if *lang != "node" && *lang != "python" {
+		fmt.Fprintln(stderr, `code-runner run: --lang must be "node" or "python"`)
+		return 2
+	}
+	sources := 0
+	for _, b := range []bool{*code != "", *file != "", fromStdin} {
+		if b {
+			sources++
+		}
+	}
+	if sources != 1 {
+		fmt.Fprintln(stderr, "code-runner run: pass the code exactly one way: --code CODE, --file PATH, or - to read stdin")
+		return 2
+	}
+	src := *code
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintf(stderr, "code-runner run: read --file: %v\n", err)
+			return 2
+		}
+		src = string(b)
+	}
+	if fromStdin {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "code-runner run: read stdin: %v\n", err)
+			return 2
+		}
+		src = string(b)
+	}
+	lvlText := *logLevel
+	if lvlText == "" {
+		lvlText, _ = firstEnv(env, "CODE_RUNNER_LOG_LEVEL")
+	}
+	lvl := slog.LevelWarn
+	if lvlText != "" {
+		l, ok := parseLevel(lvlText)
+		if !ok {
+			fmt.Fprintf(stderr, "code-runner run: log level %q is not one of debug, info, warn, error\n", lvlText)
+			return 2
+		}
+		lvl = l
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+
+	path := *configFile
+	if path == "" {
+		if v, n := firstEnv(env, "III_CODE_RUNNER_CONFIG_FILE"); n != "" {
+			path = v
+		} else {
+			path = defaultConfigFile
+		}
+	}
+	cfg, source, err := loadLocalConfig(path, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "code-runner run: %v\n", err)
+		return 2
+	}
+	cfg.WarmPoolNode, cfg.WarmPoolPython = 0, 0 // one run: nothing to keep warm
+
+	transport := &worker.LocalTransport{}
+	app, err := worker.NewApp(worker.AppOptions{Store: configsvc.NewStore(cfg, source), Transport: transport, Log: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "code-runner run: %v\n", err)
+		return 1
+	}
+	transport.App = app
+	defer app.Close()
+
+	req := map[string]any{"lang": *lang, "code": src}
+	if *timeout > 0 {
+		req["timeout_ms"] = *timeout
+	}
+	if *memory > 0 {
+		req["memory_mb"] = *memory
+	}
+	payload, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.MaxTimeoutMS)*time.Millisecond+30*time.Second)
+	defer cancel()
+	res, runErr := app.Router.Invoke(ctx, core.FnRun, payload, nil)
+	var out any = res
+	status := 0
+	if runErr != nil {
+		ce := core.AsError(runErr, core.FnRun)
+		out = map[string]any{"error": ce.Wire()}
+		status = 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	if *pretty {
+		enc.SetIndent("", "  ")
+	}
+	_ = enc.Encode(out)
+	return status
+}
+
+// loadLocalConfig reads the local configuration file when it exists, else
+// the defaults.
+func loadLocalConfig(path string, env envFunc) (configsvc.Config, string, error) {
+	cfg, err := configsvc.LoadFile(path, configsvc.LookupEnv(env))
+	switch {
+	case err == nil:
+		return cfg, "config file " + path, nil
+	case errors.Is(err, os.ErrNotExist):
+		return configsvc.Defaults(), "defaults", nil
+	}
+	return configsvc.Config{}, "", fmt.Errorf("invalid config file %s (%d problem(s)): %s", path, len(configsvc.Problems(err)), strings.Join(configsvc.Problems(err), "; "))
+}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/node"
+	"github.com/code-runner-go/code-runner/hooks"
+)
+
+// App is code-runner assembled: configuration store, runtime registry,
+// engines, the router with every implemented function's pipeline, and the
+// idle sweeper. Serving and local mode both use it.
+type App struct {
+	Store      *configsvc.Store
+	Registry   *core.Registry
+	Router     *core.Router
+	Run        *core.RunService
+	Namespaces *core.Namespaces
+	Node       *node.Engine
+	Log        *slog.Logger
+	routes     map[string]*core.Pipeline
+
+	// ConfigChanged and PreGenerate are the app's hook points.
+	ConfigChanged *hooks.Point[ConfigChange]
+	PreGenerate   *hooks.Point[*Turn]
+	applyMu       sync.Mutex
+}
+
+// AppOptions configure NewApp.
+type AppOptions struct {
+	Store     *configsvc.Store
+	Transport core.Transport // guest calls; see LocalTransport for no engine
+	Bus       core.Bus       // guest registrations; nil keeps them in-process
+	NodeHost  []string       // isolate-host argv (default: this executable)
+	NodeEnv   []string
+	Log       *slog.Logger
+}
+
+// NewApp builds the App.
+func NewApp(o AppOptions) (*App, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log, routes: map[string]*core.Pipeline{}}
+	live := func() *configsvc.Config { return &a.Store.Load().Config }
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log})
+	if err != nil {
+		return nil, fmt.Errorf("node engine: %w", err)
+	}
+	a.Node = ne
+	engines := map[core.Lang]core.Engine{core.LangNode: ne}
+	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
+	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run}
+	a.Router = core.NewRouter(o.Transport, o.Log)
+	snap := a.Store.Load()
+	a.install(core.FnRun, core.DecodeRunCall, a.Run.Handle, core.RunStages()...)
+	a.install(core.FnTeardown, core.DecodeTeardownCall, a.Namespaces.Teardown)
+	a.install(core.FnRegisterFunction, core.DecodeRegisterCall, a.Namespaces.Register, core.RedactUnheld, core.BridgePolicy)
+	a.installHooks()
+	a.install(core.FnInjectGuidance, nil, a.injectGuidance)
+	_ = snap
+	return a, nil
+}
+
+func (a *App) install(id string, dec core.Decoder, h core.Handler, stages ...core.Stage) {
+	p := core.NewPipeline(a.Store.Load(), h, stages...)
+	a.routes[id] = p
+	a.Router.Handle(id, core.Route{Decode: dec, Pipeline: p})
+}
+
+// Sweeper returns the idle sweeper over this app's runtimes.
+func (a *App) Sweeper() *core.Sweeper {
+	return &core.Sweeper{Registry: a.Registry, Namespaces: a.Namespaces, Live: func() *configsvc.Config { return &a.Store.Load().Config }, Log: a.Log}
+}
+
+// Close destroys every runtime and stops the engines.
+func (a *App) Close() {
+	for _, k := range a.Registry.Kept() {
+		if a.Registry.Forget(k, false) {
+			k.Runtime.Destroy()
+		}
+	}
+	a.Node.Close()
+}
+
+// ErrLocalOnly is the refusal of local mode for non code-runner functions.
+var ErrLocalOnly = errors.New("no engine: only code-runner::* functions are available in local mode")
+
+// LocalTransport answers guest calls with no engine (code-runner run):
+// code-runner::* functions are served by the app itself, everything else is
+// refused. The bridge deny-list runs before it, so its refusal wins.
+type LocalTransport struct {
+	App *App
+}
+
+// Invoke serves a guest call locally.
+func (t *LocalTransport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
+	if !strings.HasPrefix(inv.FunctionID, "code-runner::") {
+		return nil, ErrLocalOnly
+	}
+	if inv.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, inv.Timeout)
+		defer cancel()
+	}
+	data := inv.Data
+	if data == nil {
+		data = json.RawMessage("null")
+	}
+	res, err := t.App.Router.Invoke(ctx, inv.FunctionID, data, nil)
+	if err != nil {
+		if errors.Is(err, core.ErrFunctionNotFound) {
+			return nil, &core.RemoteError{Code: "function_not_found", Message: "Function " + inv.FunctionID + " not found"}
+		}
+		ce := core.AsError(err, inv.FunctionID)
+		return nil, &core.RemoteError{Code: string(ce.Code), Message: ce.Error()}
+	}
+	if len(inv.Action) > 0 && strings.Contains(string(inv.Action), `"void"`) {
+		return nil, nil
+	}
+	return json.Marshal(res)
+}

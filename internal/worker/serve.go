@@ -1,0 +1,153 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/iii"
+)
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	URL          string
+	Namespace    string
+	WorkerName   string
+	Version      string
+	Description  string
+	ConfigSource string // engine | file | engine-or-file
+	ConfigFile   string
+	SeedPath     string // --config, "" when unset
+	Env          func(string) (string, bool)
+	NodeHost     []string
+	NodeEnv      []string
+	Log          *slog.Logger
+	// Ready, when set, is called once the worker serves.
+	Ready func(*App)
+}
+
+// preGenerateHook is the harness trigger type code-runner binds (§18).
+const preGenerateHook = "harness::hook::pre-generate"
+
+// Serve runs the worker until ctx ends (contract §20.2). It returns an
+// error for a boot failure (for example an unreachable configuration
+// worker in engine mode) or a fatal rejection by the engine.
+func Serve(ctx context.Context, o ServeOptions) error {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	fatal := make(chan error, 1)
+	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log,
+		OnRejected: func(code, detail string) {
+			select {
+			case fatal <- fmt.Errorf("the engine rejected this worker (%s): %s", code, detail):
+			default:
+			}
+		}})
+	defer client.Close()
+
+	seed := loadSeed(o, log)
+	source := o.ConfigSource
+	entryID := configsvc.EntryID(o.Env)
+	engineSrc := &configsvc.EngineSource{Caller: client, EntryID: entryID, Seed: seed, Log: log}
+	fileSrc := &configsvc.FileSource{Path: o.ConfigFile, Env: configsvc.LookupEnv(o.Env), Log: log}
+	var cfg configsvc.Config
+	label := "configuration worker"
+	switch source {
+	case "engine", "engine-or-file":
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		_ = client.WaitConnected(wctx)
+		cancel()
+		c, err := engineSrc.Boot(ctx)
+		switch {
+		case err == nil:
+			cfg = c
+		case source == "engine-or-file" && errors.Is(err, configsvc.ErrUnavailable):
+			log.Warn(fmt.Sprintf("configuration worker unavailable (%v); using local config file %s", err, o.ConfigFile))
+			source = "file"
+		case ctx.Err() != nil:
+			return nil // stopped while booting
+		default:
+			return fmt.Errorf("configuration: %w", err)
+		}
+	}
+	if source == "file" {
+		fallback := configsvc.Defaults()
+		if seed != nil {
+			fallback = *seed
+		}
+		c, found, err := fileSrc.Load(fallback)
+		if err != nil {
+			return fmt.Errorf("configuration: %w", err)
+		}
+		if !found {
+			log.Info("config file not found; using the seed or built-in defaults and watching for it", "path", o.ConfigFile)
+		}
+		cfg = c
+		label = "config file"
+	}
+
+	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: Transport{Client: client}, Bus: Bus{Client: client},
+		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, Log: log})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+
+	pub := &Publisher{Client: client, Router: app.Router, Log: log}
+	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
+	client.RegisterTrigger(iii.Trigger{TriggerType: preGenerateHook, FunctionID: core.FnInjectGuidance, Config: json.RawMessage(`{"on_error":"fail_open"}`)})
+
+	var watchErr chan error
+	if source == "file" {
+		fileSrc.Apply = func(c configsvc.Config) { app.ApplyConfig(c, "config file") }
+		watchErr = make(chan error, 1)
+		go func() { watchErr <- fileSrc.Watch(ctx) }()
+	} else {
+		rl := &Reloader{App: app, Source: engineSrc, Label: label}
+		app.install(core.FnOnConfigChange, nil, rl.handle)
+		pub.Publish(core.FnOnConfigChange)
+		cfgJSON, _ := json.Marshal(map[string]any{"configuration_id": entryID, "event_types": []string{"configuration:updated"}})
+		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: core.FnOnConfigChange, Config: cfgJSON})
+		go rl.Refresh(ctx)
+	}
+	go app.Sweeper().Run(ctx)
+	live := app.Store.Load().Config
+	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", false, "config", label)
+	if o.Ready != nil {
+		o.Ready(app)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("code-runner stopping")
+		return nil
+	case err := <-fatal:
+		return err
+	case err := <-watchErr:
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}
+}
+
+// loadSeed reads the --config seed; a parse or schema error is a WARN and
+// the seed is dropped.
+func loadSeed(o ServeOptions, log *slog.Logger) *configsvc.Config {
+	if o.SeedPath == "" {
+		return nil
+	}
+	c, err := configsvc.LoadFile(o.SeedPath, configsvc.LookupEnv(o.Env))
+	if err != nil {
+		log.Warn("failed to parse --config seed; ignoring it", "path", o.SeedPath, "err", err)
+		return nil
+	}
+	return &c
+}
