@@ -75,11 +75,11 @@ func affects(c Change, live LiveCounts) string {
 	switch c.Class {
 	case NewRuntime:
 		if live.Node > 0 {
-			noun := "runtimes"
+			noun := "runtimes keep"
 			if live.Node == 1 {
-				noun = "runtime"
+				noun = "runtime keeps"
 			}
-			return fmt.Sprintf("node runtimes created from now on; %d live %s keep %s", live.Node, noun, render(c.Old))
+			return fmt.Sprintf("node runtimes created from now on; %d live %s %s", live.Node, noun, render(c.Old))
 		}
 		return "node runtimes created from now on"
 	case Immediate:

@@ -1,0 +1,464 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/guidance"
+	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/iii/iiitest"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type served struct {
+	app    *App
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func envFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// startServe runs Serve in-process against e and waits until it is ready.
+func startServe(t *testing.T, e *iiitest.Engine, o ServeOptions) *served {
+	t.Helper()
+	logs := &syncBuffer{}
+	o.URL = e.URL()
+	if o.WorkerName == "" {
+		o.WorkerName = "code-runner"
+	}
+	if o.ConfigSource == "" {
+		o.ConfigSource = "engine"
+	}
+	if o.Env == nil {
+		o.Env = envFrom(nil)
+	}
+	o.NodeHost = []string{os.Args[0]}
+	o.NodeEnv = []string{"CODE_RUNNER_ISOLATE_HOST=1"}
+	o.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ready := make(chan *App, 1)
+	o.Ready = func(a *App) { ready <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{logs: logs, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- Serve(ctx, o) }()
+	select {
+	case s.app = <-ready:
+	case err := <-s.done:
+		cancel()
+		t.Fatalf("serve ended before ready: %v\n%s", err, logs.String())
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("serve never became ready\n%s", logs.String())
+	}
+	t.Cleanup(s.stop)
+	last := "code-runner::inject-guidance"
+	if o.ConfigSource == "engine" {
+		last = "code-runner::on-config-change"
+	}
+	if err := e.WaitUntil(ctxT(t), func() bool { return e.HasFunction(last) }); err != nil {
+		t.Fatalf("functions never registered\n%s", logs.String())
+	}
+	return s
+}
+
+func (s *served) stop() {
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// waitLog waits until the worker's log contains want.
+func (s *served) waitLog(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log never contained %q:\n%s", want, s.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func newTestEngine(t *testing.T) *iiitest.Engine {
+	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func runNode(t *testing.T, e *iiitest.Engine, req map[string]any) (map[string]any, *iii.ErrorBody) {
+	t.Helper()
+	if req["lang"] == nil && req["runtime_id"] == nil {
+		req["lang"] = "node"
+	}
+	res, eb, err := e.Invoke(ctxT(t), "code-runner::run", req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eb != nil {
+		return nil, eb
+	}
+	var out map[string]any
+	_ = json.Unmarshal(res, &out)
+	return out, nil
+}
+
+func writeSeed(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "seed.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFirstBootSeedsSecondBootKeepsOperatorValue(t *testing.T) {
+	e := newTestEngine(t)
+	s := startServe(t, e, ServeOptions{SeedPath: writeSeed(t, "max_runtimes: 8\nscratch_mb: 64\n")})
+	entry, ok := e.Config.Entry("code-runner")
+	if !ok {
+		t.Fatal("entry not registered")
+	}
+	var v map[string]any
+	_ = json.Unmarshal(entry.Value, &v)
+	if v["max_runtimes"] != float64(8) || v["scratch_mb"] != float64(64) || v["heap_mb"] != float64(128) || len(v) != 14 {
+		t.Fatalf("seeded %s", entry.Value)
+	}
+	if string(entry.Metadata) != `{"ui_form":"code-runner"}` || entry.Description != configsvc.EntryDescription || entry.Name != "code-runner" {
+		t.Fatalf("%+v", entry)
+	}
+	var calls []string
+	for _, c := range e.Config.Calls() {
+		calls = append(calls, c.Function)
+	}
+	if calls[0] != "configuration::ensure" {
+		t.Fatalf("calls %v", calls)
+	}
+	// The operator changes a value, the worker restarts with the same seed.
+	op := configsvc.Defaults()
+	op.MaxRuntimes = 3
+	if eb := e.Config.SetValue(ctxT(t), "code-runner", json.RawMessage(op.JSON())); eb != nil {
+		t.Fatal(eb)
+	}
+	s.stop()
+	s2 := startServe(t, e, ServeOptions{SeedPath: writeSeed(t, "max_runtimes: 8\n")})
+	if got := s2.app.Store.Load().Config.MaxRuntimes; got != 3 {
+		t.Fatalf("second boot overwrote the operator's value: max_runtimes %d", got)
+	}
+}
+
+func TestLegacyPathWithoutEnsure(t *testing.T) {
+	e := newTestEngine(t)
+	e.Config.SetEnsureAvailable(false)
+	s := startServe(t, e, ServeOptions{Env: envFrom(map[string]string{"III_CONFIG_NAME": "  cr-2 "})})
+	if !strings.Contains(s.logs.String(), "engine lacks configuration::ensure; using non-atomic legacy initialization; upgrade to >=0.24.1 for concurrent-write safety") {
+		t.Fatal("no legacy WARN")
+	}
+	entry, ok := e.Config.Entry("cr-2")
+	if !ok || !strings.Contains(string(entry.Value), `"max_runtimes":32`) || string(entry.Metadata) != `{"ui_form":"code-runner"}` {
+		t.Fatalf("%+v", entry)
+	}
+	s.stop()
+	// A stored value is never overwritten by the legacy path.
+	stored := configsvc.Defaults()
+	stored.MaxRuntimes = 5
+	e.Config.Store("cr-2", json.RawMessage(stored.JSON()))
+	s2 := startServe(t, e, ServeOptions{Env: envFrom(map[string]string{"III_CONFIG_NAME": "cr-2"}), SeedPath: writeSeed(t, "max_runtimes: 9\n")})
+	if got := s2.app.Store.Load().Config.MaxRuntimes; got != 5 {
+		t.Fatalf("legacy path overwrote a stored value: %d", got)
+	}
+	for _, c := range e.Config.Calls() {
+		if c.Function == "configuration::register" && strings.Contains(string(c.Data), `"initial_value"`) && strings.Contains(string(c.Data), `"max_runtimes":9`) {
+			t.Fatal("register sent the seed over a stored value")
+		}
+	}
+}
+
+func TestEngineModeFailsWithoutConfigurationWorkerAndFallbackUsesFile(t *testing.T) {
+	e := newTestEngine(t)
+	e.Config.SetAvailable(false)
+	err := Serve(ctxT(t), ServeOptions{URL: e.URL(), WorkerName: "code-runner", ConfigSource: "engine", Env: envFrom(nil), Log: quiet(),
+		NodeHost: []string{os.Args[0]}, NodeEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"}})
+	if err == nil || !strings.Contains(err.Error(), "configuration worker unavailable") {
+		t.Fatalf("%v", err)
+	}
+	path := filepath.Join(t.TempDir(), "code-runner.yaml")
+	_ = os.WriteFile(path, []byte("max_result_bytes: 77\n"), 0o600)
+	s := startServe(t, e, ServeOptions{ConfigSource: "engine-or-file", ConfigFile: path})
+	if got := s.app.Store.Load().Config.MaxResultBytes; got != 77 {
+		t.Fatalf("fallback did not use the file: %d", got)
+	}
+	if !strings.Contains(s.logs.String(), "configuration worker unavailable (") || !strings.Contains(s.logs.String(), "using local config file "+path) {
+		t.Fatalf("no fallback WARN:\n%s", s.logs.String())
+	}
+}
+
+func TestSetOfEachKeyAppliesOnNextCall(t *testing.T) {
+	e := newTestEngine(t)
+	s := startServe(t, e, ServeOptions{})
+	ctx := ctxT(t)
+	set := func(mut func(*configsvc.Config)) {
+		t.Helper()
+		c := s.app.Store.Load().Config
+		mut(&c)
+		seq := s.app.Store.Load().Seq
+		if eb := e.Config.SetValue(ctx, "code-runner", json.RawMessage(c.JSON())); eb != nil {
+			t.Fatal(eb)
+		}
+		if err := e.WaitUntil(ctx, func() bool { return s.app.Store.Load().Seq > seq }); err != nil {
+			t.Fatalf("change never applied\n%s", s.logs.String())
+		}
+	}
+	// Output caps.
+	set(func(c *configsvc.Config) { c.MaxResultBytes = 10; c.MaxStreamBytes = 60 })
+	out, _ := runNode(t, e, map[string]any{"code": `console.log("z".repeat(500)); return [1,2,3,4,5,6,7,8,9]`})
+	if !strings.Contains(out["result"].(string), "(9 array elements)") || len(out["stdout"].(string)) > 60 {
+		t.Fatalf("%v", out)
+	}
+	s.waitLog(t, "max_result_bytes 32768 → 10 (next call)")
+	// Timeouts: default_timeout_ms 200 → a loop without timeout_ms times out;
+	// max_timeout_ms 300 clamps timeout_ms 5000.
+	set(func(c *configsvc.Config) { c.DefaultTimeoutMS = 200; c.MaxTimeoutMS = 300 })
+	start := time.Now()
+	if _, eb := runNode(t, e, map[string]any{"code": "for(;;){}"}); eb == nil || eb.Code != "code-runner::timeout" {
+		t.Fatalf("%+v", eb)
+	}
+	if _, eb := runNode(t, e, map[string]any{"code": "for(;;){}", "timeout_ms": 5000}); eb == nil || eb.Code != "code-runner::timeout" {
+		t.Fatalf("%+v", eb)
+	}
+	_ = start
+	// max_runtimes 0 refuses new runtimes at once.
+	set(func(c *configsvc.Config) { c.MaxRuntimes = 0; c.DefaultTimeoutMS = 5000; c.MaxTimeoutMS = 30000 })
+	if _, eb := runNode(t, e, map[string]any{"code": "return 1"}); eb == nil || eb.Message != "code-runner::capacity: all 0 runtime slots are in use" {
+		t.Fatalf("%+v", eb)
+	}
+	// inject_guidance false → the no-op on the next hook call.
+	set(func(c *configsvc.Config) { c.MaxRuntimes = 32; c.InjectGuidance = false })
+	res, _, _ := e.Invoke(ctx, "code-runner::inject-guidance", map[string]any{"generate": map[string]any{"system_prompt": "base"}}, nil)
+	if string(res) != `{"mutations":{}}` {
+		t.Fatalf("%s", res)
+	}
+	// heap_mb: existing kept runtimes keep theirs; the log says so.
+	kept, _ := runNode(t, e, map[string]any{"code": "return 1", "keep": true})
+	set(func(c *configsvc.Config) { c.HeapMB = 256 })
+	s.waitLog(t, "heap_mb 128 → 256 (node runtimes created from now on; 1 live runtime keeps 128)")
+	if out, eb := runNode(t, e, map[string]any{"runtime_id": kept["runtime_id"], "code": "return 2"}); eb != nil || out["result"] != float64(2) {
+		t.Fatalf("%v %+v", out, eb)
+	}
+}
+
+func TestInvalidStoredValueIsRejectedAndOldStays(t *testing.T) {
+	e := newTestEngine(t)
+	s := startServe(t, e, ServeOptions{})
+	ctx := ctxT(t)
+	s.waitLog(t, "configuration refreshed (configuration worker): no changes") // the boot-time refresh
+	before := s.app.Store.Load()
+	e.Config.Store("code-runner", map[string]any{"max_runtimes": -1, "bogus": true})
+	res, eb, _ := e.Invoke(ctx, "code-runner::on-config-change", map[string]any{"forged": "payload"}, nil)
+	if eb != nil || string(res) != `{"ok":true}` {
+		t.Fatalf("%s %+v", res, eb)
+	}
+	if s.app.Store.Load() != before {
+		t.Fatal("an invalid value replaced the live configuration")
+	}
+	// The configuration worker's own validation refuses the value on get
+	// (SCHEMA_INVALID); either way the reload fails loudly and nothing changes.
+	s.waitLog(t, "configuration reload failed; the previous configuration stays live")
+	if s.app.Store.Load() != before {
+		t.Fatal("live configuration changed")
+	}
+}
+
+// TestConcurrentReloadsNeverServeAMixedSnapshot alternates two
+// configurations while runs stream through; each response must be capped
+// consistently (both caps of one snapshot or neither).
+func TestConcurrentReloadsNeverServeAMixedSnapshot(t *testing.T) {
+	e := newTestEngine(t)
+	s := startServe(t, e, ServeOptions{})
+	ctx := ctxT(t)
+	a := configsvc.Defaults()
+	a.MaxResultBytes, a.MaxStreamBytes = 10, 60
+	b := configsvc.Defaults()
+	stop := make(chan struct{})
+	var flips atomic.Int64
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			_ = e.Config.SetValue(ctx, "code-runner", json.RawMessage(c.JSON()))
+			flips.Add(1)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 15; i++ {
+				out, eb := runNode(t, e, map[string]any{"code": `console.log("q".repeat(200)); return "r".repeat(100)`})
+				if eb != nil {
+					t.Errorf("%+v", eb)
+					return
+				}
+				resultCapped := strings.HasPrefix(out["result"].(string), "<omitted")
+				streamCapped := strings.Contains(out["stdout"].(string), "truncated")
+				if resultCapped != streamCapped {
+					t.Errorf("mixed snapshot: result capped %v, stdout capped %v", resultCapped, streamCapped)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if flips.Load() < 5 {
+		t.Fatalf("only %d reloads happened", flips.Load())
+	}
+	_ = s
+}
+
+func TestGuidanceHookBindingAndMutation(t *testing.T) {
+	e := newTestEngine(t)
+	startServe(t, e, ServeOptions{})
+	ctx := ctxT(t)
+	if err := e.WaitUntil(ctx, func() bool { return len(e.Harness.Bindings()) == 1 }); err != nil {
+		t.Fatal("hook never bound")
+	}
+	b := e.Harness.Bindings()[0]
+	if b.FunctionID != "code-runner::inject-guidance" || string(b.Config) != `{"on_error":"fail_open"}` || b.Metadata != nil {
+		t.Fatalf("%+v", b)
+	}
+	out, err := e.Harness.FireHook(ctx, "You are helpful.")
+	if err != nil || out[0].Error != nil {
+		t.Fatalf("%+v %v", out, err)
+	}
+	var r guidance.Response
+	_ = json.Unmarshal(out[0].Result, &r)
+	if r.Mutations.SystemPrompt == nil || *r.Mutations.SystemPrompt != "You are helpful.\n\n"+guidance.Text {
+		t.Fatalf("%s", out[0].Result)
+	}
+	out, _ = e.Harness.FireHook(ctx, "")
+	if string(out[0].Result) != `{"mutations":{}}` {
+		t.Fatalf("%s", out[0].Result)
+	}
+	res, eb, _ := e.Invoke(ctx, "code-runner::inject-guidance", "not an object", nil)
+	if eb != nil || string(res) != `{"mutations":{}}` {
+		t.Fatalf("undecodable payload: %s %+v", res, eb)
+	}
+	// The configuration trigger is bound with exactly the contract's config.
+	cb := e.Bindings("configuration")
+	if len(cb) != 1 || cb[0].FunctionID != "code-runner::on-config-change" || string(cb[0].Config) != `{"configuration_id":"code-runner","event_types":["configuration:updated"]}` {
+		t.Fatalf("%+v", cb)
+	}
+	// Registration order: run, teardown, register_function, inject-guidance, …, on-config-change last.
+	var order []string
+	for _, r := range e.Frames() {
+		if r.Inbound && r.Frame.Type == iii.TypeRegisterFunction && strings.HasPrefix(r.Frame.ID, "code-runner::") {
+			order = append(order, r.Frame.ID)
+		}
+	}
+	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::on-config-change" {
+		t.Fatalf("%v", order)
+	}
+}
+
+func TestFileModeEndToEnd(t *testing.T) {
+	e := newTestEngine(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "code-runner.yaml")
+	if err := os.WriteFile(path, []byte("max_result_bytes: 1000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, e, ServeOptions{ConfigSource: "file", ConfigFile: path})
+	ctx := ctxT(t)
+	if len(e.Config.Calls()) != 0 {
+		t.Fatal("file mode talked to the configuration worker")
+	}
+	if s.app.Store.Load().Config.MaxResultBytes != 1000 {
+		t.Fatal("file not loaded")
+	}
+	// A valid edit, written the way editors do (temp file + rename).
+	replace := func(body string) {
+		tmp := filepath.Join(dir, ".code-runner.yaml.swp")
+		_ = os.WriteFile(tmp, []byte(body), 0o600)
+		_ = os.Rename(tmp, path)
+	}
+	replace("max_result_bytes: 2000\nmax_runtimes: 7\n")
+	if err := e.WaitUntil(ctx, func() bool { return s.app.Store.Load().Config.MaxResultBytes == 2000 }); err != nil {
+		t.Fatalf("edit never applied\n%s", s.logs.String())
+	}
+	// An invalid edit: one WARN line listing both problems; nothing changes.
+	seq := s.app.Store.Load().Seq
+	replace("max_result_bytes: lots\ncolour: red\n")
+	if err := e.WaitUntil(ctx, func() bool { return strings.Contains(s.logs.String(), "rejected (2 problem(s))") }); err != nil {
+		t.Fatalf("no WARN\n%s", s.logs.String())
+	}
+	line := ""
+	for _, l := range strings.Split(s.logs.String(), "\n") {
+		if strings.Contains(l, "rejected (2 problem(s))") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "/colour: unknown key") || !strings.Contains(line, "/max_result_bytes: invalid type") || !strings.Contains(line, "the previous configuration stays live") {
+		t.Fatalf("%s", line)
+	}
+	if s.app.Store.Load().Seq != seq {
+		t.Fatal("an invalid edit half-applied")
+	}
+	// Delete, then recreate.
+	_ = os.Remove(path)
+	time.Sleep(700 * time.Millisecond)
+	if s.app.Store.Load().Config.MaxResultBytes != 2000 {
+		t.Fatal("deleting the file changed the live configuration")
+	}
+	_ = os.WriteFile(path, []byte("max_result_bytes: 3000\n"), 0o600)
+	if err := e.WaitUntil(ctx, func() bool { return s.app.Store.Load().Config.MaxResultBytes == 3000 }); err != nil {
+		t.Fatalf("recreated file never applied\n%s", s.logs.String())
+	}
+	s.waitLog(t, "max_result_bytes 2000 → 3000 (next call)")
+}
