@@ -60,7 +60,7 @@ go-test: deps vet
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 ## e2e: the Node suite (real iii-sdk workers) against the test engine and code-runner.
-e2e: deps
+e2e: build
 	$(GO) build -o bin/iiitest-engine ./iii/iiitest/cmd/iiitest-engine
 	cd e2e && OTEL_ENABLED=false npm test
 

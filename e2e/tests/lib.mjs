@@ -68,3 +68,34 @@ export async function expectError(fn, code) {
   }
   throw new Error(`expected ${code}, but the call succeeded`)
 }
+
+// startCodeRunner starts bin/code-runner against url with a seed file and
+// waits up to 30 s until code-runner::run answers through the bus.
+export async function startCodeRunner(url, caller, { seed, args = [], env = {} } = {}) {
+  const { writeFileSync, mkdtempSync } = await import('node:fs')
+  const os = await import('node:os')
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cr-e2e-'))
+  const seedPath = path.join(dir, 'seed.yaml')
+  writeFileSync(seedPath, seed ?? 'max_runtimes: 8\ndefault_timeout_ms: 5000\nmax_timeout_ms: 30000\nidle_ttl_secs: 900\nheap_mb: 128\nexternal_mb: 64\nscratch_mb: 64\nscratch_files: 256\n')
+  const bin = path.join(repoRoot, 'bin', 'code-runner')
+  const logs = []
+  const child = spawn(bin, ['--url', url, '--config', seedPath, '--log-level', 'debug', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR ?? '/tmp', ...env },
+  })
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', (d) => logs.push(d))
+  await until(async () => {
+    const r = await caller.trigger({ function_id: 'code-runner::run', payload: { lang: 'node', code: 'return 1' }, timeoutMs: 5000 })
+    return r.result === 1
+  }, { timeoutMs: 30000, everyMs: 200 })
+  return {
+    child,
+    logs: () => logs.join(''),
+    async stop() {
+      if (child.exitCode !== null) return
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    },
+  }
+}

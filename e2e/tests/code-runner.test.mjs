@@ -1,0 +1,233 @@
+// The §21 catalogue against the real binary: an iii-sdk harness calls
+// code-runner through the repo's test engine. Groups run in order
+// run → keep → register → errors → decisions.
+import { test, before, after, describe } from 'node:test'
+import assert from 'node:assert/strict'
+import { startEngine, startCodeRunner, worker, until, expectError } from './lib.mjs'
+
+let engine, cr, h
+
+const run = (payload, timeoutMs = 20000) => h.trigger({ function_id: 'code-runner::run', payload, timeoutMs })
+const register = (payload) => h.trigger({ function_id: 'code-runner::register_function', payload, timeoutMs: 20000 })
+const teardown = (payload) => h.trigger({ function_id: 'code-runner::teardown', payload, timeoutMs: 20000 })
+const setConfig = async (patch) => {
+  const current = (await h.trigger({ function_id: 'configuration::get', payload: { id: 'code-runner' } })).value
+  await h.trigger({ function_id: 'iiitest::config_set', payload: { id: 'code-runner', value: { ...current, ...patch } } })
+}
+
+before(async () => {
+  engine = await startEngine()
+  h = worker(engine.url, 'e2e-harness')
+  cr = await startCodeRunner(engine.url, h)
+})
+
+after(async () => {
+  await cr?.stop()
+  await h?.shutdown()
+  await engine?.stop()
+})
+
+describe('run', () => {
+  test('1. the four public functions are live with typed schemas', async () => {
+    const info = await h.trigger({ function_id: 'engine::functions::info', payload: { function_ids: ['code-runner::run', 'code-runner::teardown', 'code-runner::register_function', 'code-runner::inject-guidance'] } })
+    for (const f of info.functions) {
+      assert.ok(!f.error, `${f.function_id} missing`)
+      assert.ok(f.response_schema.type || f.response_schema.properties || f.response_schema.$ref)
+    }
+    assert.ok(info.functions[0].request_schema.required.includes('code'))
+  })
+
+  test('2. node one-shot return 2 + 2', async () => {
+    const r = await run({ lang: 'node', code: 'return 2 + 2' })
+    assert.equal(r.result, 4)
+    assert.equal(r.exit_code, 0)
+    assert.equal(r.success, true)
+    assert.equal('runtime_id' in r, false)
+    assert.equal(typeof r.duration_ms, 'number')
+  })
+
+  test('4. console.log → stdout, console.error → stderr', async () => {
+    const r = await run({ lang: 'node', code: 'console.log("out"); console.error("err")' })
+    assert.equal(r.stdout, 'out\n')
+    assert.equal(r.stderr, 'err\n')
+  })
+
+  test('5. non-ASCII round-trips', async () => {
+    const s = 'olá — 日本語 ±3°'
+    const r = await run({ lang: 'node', code: `console.log(${JSON.stringify(s)}); return ${JSON.stringify(s)}` })
+    assert.equal(r.result, s)
+    assert.equal(r.stdout, s + '\n')
+  })
+})
+
+describe('keep', () => {
+  test('1. node globals and iii.files persist; the id is echoed; teardown', async () => {
+    const first = await run({ lang: 'node', keep: true, code: 'globalThis.n = 41; iii.files.write("f.txt", "kept")' })
+    assert.match(first.runtime_id, /^rt-[0-9a-f-]{36}$/)
+    const again = await run({ runtime_id: first.runtime_id, code: 'return [n + 1, iii.files.readText("f.txt")]' })
+    assert.deepEqual(again.result, [42, 'kept'])
+    assert.equal(again.runtime_id, first.runtime_id)
+    const td = await teardown({ runtime_id: first.runtime_id })
+    assert.equal(td.torn_down, true)
+  })
+
+  test('3. a torn-down id is gone', async () => {
+    const k = await run({ lang: 'node', keep: true, code: 'return 1' })
+    await teardown({ runtime_id: k.runtime_id })
+    await expectError(() => run({ runtime_id: k.runtime_id, code: 'return 1' }), 'code-runner::runtime_not_found')
+  })
+})
+
+describe('register', () => {
+  test('1. node e2e-node::greet', async () => {
+    const r = await register({ function_id: 'e2e-node::greet', lang: 'node', source: 'function handler(p) { return `hello ${p.who}` }' })
+    assert.deepEqual(r, { function_id: 'e2e-node::greet', registered: true })
+    assert.equal(await h.trigger({ function_id: 'e2e-node::greet', payload: { who: 'world' } }), 'hello world')
+  })
+
+  test('5. formats show in engine::functions::info', async () => {
+    await register({ function_id: 'e2e-fmt::double', lang: 'node', description: 'doubles n',
+      source: 'export function handler(p) { return p.n * 2 }',
+      request_format: { type: 'object', properties: { e2e_marker_n: { type: 'number' } } }, response_format: { type: 'number' } })
+    const info = await h.trigger({ function_id: 'engine::functions::info', payload: { function_id: 'e2e-fmt::double' } })
+    const text = JSON.stringify(info)
+    assert.ok(text.includes('e2e_marker_n'))
+    assert.ok(!text.includes('"any"'))
+  })
+
+  test('7. namespace teardown unregisters both ids, which can be registered again', async () => {
+    for (const id of ['e2e-down::a', 'e2e-down::b']) await register({ function_id: id, lang: 'node', source: 'function handler(){ return 1 }' })
+    const td = await teardown({ namespace: 'e2e-down' })
+    assert.deepEqual(td, { namespace: 'e2e-down::', torn_down: true, unregistered: ['e2e-down::a', 'e2e-down::b'] })
+    await until(async () => {
+      try { await h.trigger({ function_id: 'e2e-down::a', payload: {}, timeoutMs: 2000 }); return false } catch (e) { return e.code === 'function_not_found' }
+    })
+    await register({ function_id: 'e2e-down::a', lang: 'node', source: 'function handler(){ return 2 }' })
+    assert.equal(await h.trigger({ function_id: 'e2e-down::a', payload: {} }), 2)
+  })
+
+  test('seeded ids cannot be claimed', async () => {
+    await expectError(() => register({ function_id: 'code-runner::run', lang: 'node', source: 'function handler(){}' }), 'code-runner::invalid_request')
+  })
+})
+
+describe('errors', () => {
+  test('1. node throw → exit 1 with the text on stderr', async () => {
+    const r = await run({ lang: 'node', code: 'throw new Error("boom-n")' })
+    assert.equal(r.exit_code, 1)
+    assert.ok(r.stderr.includes('boom-n'))
+  })
+
+  test('4. 200000 prints still return, capped', async () => {
+    const r = await run({ lang: 'node', code: 'for (let i = 0; i < 200000; i++) console.log(i); return 1', timeout_ms: 25000 }, 40000)
+    assert.equal(r.result, 1)
+    assert.ok(Buffer.byteLength(r.stdout) <= 2 * 1024 * 1024)
+  })
+
+  test('5. an infinite loop times out; then a normal run works', async () => {
+    await expectError(() => run({ lang: 'node', code: 'for(;;){}', timeout_ms: 1500 }), 'code-runner::timeout')
+    assert.equal((await run({ lang: 'node', code: 'return 1' })).result, 1)
+  })
+
+  test('6/7/8. request errors', async () => {
+    await expectError(() => run({ code: 'return 1' }), 'lang')
+    await expectError(() => run({ runtime_id: 'rt-does-not-exist', code: 'return 1' }), 'code-runner::runtime_not_found')
+    await expectError(() => teardown({ runtime_id: 'rt-x', namespace: 'x' }), 'code-runner::invalid_request')
+    await expectError(() => teardown({}), 'code-runner::invalid_request')
+  })
+})
+
+describe('decisions', () => {
+  test('D3: a timed-out kept runtime is expired, for run and teardown', async () => {
+    const k = await run({ lang: 'node', keep: true, code: 'return 1' })
+    await expectError(() => run({ runtime_id: k.runtime_id, code: 'for(;;){}', timeout_ms: 500 }), 'code-runner::timeout')
+    await expectError(() => run({ runtime_id: k.runtime_id, code: 'return 1' }), 'code-runner::expired')
+    await expectError(() => teardown({ runtime_id: k.runtime_id }), 'code-runner::expired')
+  })
+
+  test('D4: a throwing node handler → handler_error with the guest text', async () => {
+    await register({ function_id: 'e2e-throw::f', lang: 'node', source: 'function handler() { throw new Error("guest-text") }' })
+    const e = await expectError(() => h.trigger({ function_id: 'e2e-throw::f', payload: {} }), 'code-runner::handler_error')
+    assert.equal(e.code, 'code-runner::handler_error')
+    assert.ok(e.message.includes('guest-text'))
+  })
+
+  test('D6: node definition failures are invalid_request with the diagnostic', async () => {
+    await expectError(() => register({ function_id: 'e2e-d6::a', lang: 'node', source: 'function handler( {' }), 'does not parse')
+    await expectError(() => register({ function_id: 'e2e-d6::b', lang: 'node', source: '(p) => p' }), 'source must define handler(payload)')
+    await expectError(() => register({ function_id: 'e2e-d6::c', lang: 'node', source: 'throw new Error("x")' }), 'threw while being defined')
+  })
+
+  test('D8: a kept runtime namespace hides its id', async () => {
+    const k = await run({ lang: 'node', keep: true, code: 'iii.registerFunction(iii.namespace + "f", () => 1); return iii.namespace' })
+    assert.ok(k.result.startsWith('code-runner::'))
+    assert.ok(!k.result.includes(k.runtime_id.slice(3)))
+    const td = await teardown({ runtime_id: k.runtime_id })
+    assert.deepEqual(td.unregistered, [k.result + 'f'])
+    assert.ok(!cr.logs().includes(k.runtime_id))
+  })
+
+  test('D9: timeout_ms 0 is the default', async () => {
+    assert.equal((await run({ lang: 'node', code: 'await null; return 7', timeout_ms: 0 })).result, 7)
+  })
+
+  test('D10: a guest call cannot outlive its run', async () => {
+    h.registerFunction('e2e-never::f', () => new Promise(() => {}))
+    await until(async () => (await h.trigger({ function_id: 'engine::functions::info', payload: { function_ids: ['e2e-never::f'] } })).functions[0].error === undefined)
+    const r = await run({ lang: 'node', timeout_ms: 1000, code: 'try { await iii.trigger({ function_id: "e2e-never::f", timeout: 30000 }) } catch (e) { return e.message }' })
+    assert.match(r.result, /TIMEOUT: invocation timed out after \d+ms/)
+  })
+
+  test('D13: memory_mb with runtime_id is refused; 4096 is clamped', async () => {
+    const k = await run({ lang: 'node', keep: true, code: 'return 1' })
+    await expectError(() => run({ runtime_id: k.runtime_id, code: 'return 1', memory_mb: 64 }), 'code-runner::invalid_request')
+    assert.equal((await run({ lang: 'node', code: 'return 1', memory_mb: 4096 })).result, 1)
+  })
+
+  test('D14: the raw error code is the code-runner code', async () => {
+    const e = await expectError(() => run({ lang: 'node', code: 'for(;;){}', timeout_ms: 300 }), 'code-runner::timeout')
+    assert.equal(e.code, 'code-runner::timeout')
+    assert.ok(e.message.includes('code-runner::timeout: execution exceeded its deadline'))
+  })
+
+  test('P1: a one-shot runtime never serves a second request', async () => {
+    await run({ lang: 'node', code: 'globalThis.leak = "secret"' })
+    const r = await run({ lang: 'node', code: 'return typeof leak' })
+    assert.equal(r.result, 'undefined')
+  })
+
+  test('R6: an uncaught scratch quota refusal is resource_exhausted; caught, the run continues', async () => {
+    await setConfig({ scratch_mb: 1 })
+    await until(() => cr.logs().includes('scratch_mb 64 → 1'))
+    const big = 'iii.files.write("big.bin", "z".repeat(2 * 1048576))'
+    await expectError(() => run({ lang: 'node', code: big }), 'big.bin')
+    const r = await run({ lang: 'node', code: `try { ${big} } catch (e) { return "caught" }` })
+    assert.equal(r.result, 'caught')
+    await setConfig({ scratch_mb: 64 })
+    await until(() => cr.logs().includes('scratch_mb 1 → 64'))
+  })
+
+  test('D2/D16: default_timeout_ms and max_timeout_ms apply on the next call', async () => {
+    await setConfig({ default_timeout_ms: 200 })
+    await until(() => cr.logs().includes('default_timeout_ms 5000 → 200'))
+    await expectError(() => run({ lang: 'node', code: 'for(;;){}' }), 'code-runner::timeout')
+    await setConfig({ default_timeout_ms: 5000, max_timeout_ms: 300 })
+    await until(() => cr.logs().includes('max_timeout_ms 30000 → 300'))
+    await expectError(() => run({ lang: 'node', code: 'for(;;){}', timeout_ms: 5000 }), 'code-runner::timeout')
+    await setConfig({ max_timeout_ms: 30000 })
+    await until(() => cr.logs().includes('max_timeout_ms 300 → 30000'))
+  })
+
+  test('D1: max_runtimes is one budget; lowering it kills nothing', async () => {
+    const k1 = await run({ lang: 'node', keep: true, code: 'return 1' })
+    const k2 = await run({ lang: 'node', keep: true, code: 'return 2' })
+    await setConfig({ max_runtimes: 1 })
+    await until(() => cr.logs().includes('max_runtimes 8 → 1'))
+    assert.equal((await run({ runtime_id: k1.runtime_id, code: 'return 1' })).result, 1)
+    await expectError(() => run({ lang: 'node', code: 'return 1' }), 'code-runner::capacity')
+    await teardown({ runtime_id: k1.runtime_id })
+    await teardown({ runtime_id: k2.runtime_id })
+    await setConfig({ max_runtimes: 8 })
+    await until(() => cr.logs().includes('max_runtimes 1 → 8'))
+  })
+})
