@@ -275,3 +275,13 @@ func TestTeardownRuntime(t *testing.T) {
 		t.Fatalf("second teardown: %v", err)
 	}
 }
+
+func TestRunResponseKeepsHTMLCharacters(t *testing.T) {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(&RunResponse{Stdout: "<a&b>", Result: json.RawMessage(`"<x>"`)})
+	if got := buf.String(); !strings.Contains(got, `"stdout":"<a&b>"`) || !strings.Contains(got, `"result":"<x>"`) {
+		t.Fatalf("%s", got)
+	}
+}

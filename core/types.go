@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -84,14 +85,21 @@ type RunResponse struct {
 }
 
 // MarshalJSON renders the response with result always present (null when
-// unset).
+// unset) and without HTML escaping: the completion value's JSON text is kept
+// as the guest produced it.
 func (r RunResponse) MarshalJSON() ([]byte, error) {
 	type wire RunResponse
 	w := wire(r)
 	if len(w.Result) == 0 {
 		w.Result = json.RawMessage("null")
 	}
-	return json.Marshal(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // TeardownRequest is the decoded code-runner::teardown request.

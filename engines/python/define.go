@@ -1,0 +1,102 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/code-runner-go/code-runner/core"
+)
+
+const registerDescription = "Registered through code-runner::register_function; implemented in Python."
+
+// Define runs a register_function source and the handler check as one turn
+// in this namespace interpreter, captures the handler for its id, and
+// publishes it (contract §13.6).
+func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
+	if !r.acquireTurn(ctx) {
+		return core.ErrTimeout()
+	}
+	defer r.releaseTurn()
+	frame, _ := json.Marshal(map[string]any{"kind": "define", "code": def.Source, "id": def.FunctionID, "namespace": r.namespace})
+	res := r.runTurn(ctx, frame, nil)
+	r.afterKill(res)
+	if res.err != nil {
+		return res.err
+	}
+	if res.failure != "" {
+		return core.Errorf(core.CodeInvalidRequest, "%s", strings.TrimSuffix(res.failure, "\n"))
+	}
+	r.mu.Lock()
+	held := r.fns[def.FunctionID]
+	r.fns[def.FunctionID] = true
+	delete(r.broken, def.FunctionID)
+	kept := r.sources[:0]
+	for _, s := range r.sources {
+		if s.id != def.FunctionID {
+			kept = append(kept, s)
+		}
+	}
+	r.sources = append(kept, source{id: def.FunctionID, code: def.Source})
+	r.mu.Unlock()
+	if bus := r.e.opts.Bus; bus != nil {
+		if held {
+			bus.UnregisterFunction(def.FunctionID) // the old registration is retired first
+		}
+		desc := registerDescription
+		if def.Description != nil {
+			desc = *def.Description
+		}
+		bus.RegisterFunction(core.FunctionRegistration{ID: def.FunctionID, Description: desc, RequestFormat: def.RequestFormat, ResponseFormat: def.ResponseFormat},
+			r.invokeHandler(def.FunctionID))
+	}
+	return nil
+}
+
+// invokeHandler serves bus invocations of a python handler: one turn that
+// calls the handler captured for id (contract §13.7).
+func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
+	return func(ctx context.Context, payload, metadata json.RawMessage) (json.RawMessage, error) {
+		if n := len(payload); n > core.MaxPayloadBytes {
+			return nil, core.Errorf(core.CodeInvalidRequest, "payload is %d bytes; max %d", n, core.MaxPayloadBytes)
+		}
+		if !r.Alive() {
+			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+		}
+		cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, r.e.opts.Live()))
+		defer cancel()
+		if !r.acquireTurn(cctx) {
+			return nil, core.ErrTimeout()
+		}
+		defer r.releaseTurn()
+		// A dead interpreter is rebooted and the sources replayed before the
+		// invocation's own budget starts.
+		if _, err := r.interpreter(ctx); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		brokenText, broken := r.broken[id]
+		r.mu.Unlock()
+		if broken {
+			return nil, core.Errorf(core.CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", id, brokenText)
+		}
+		ictx, icancel := context.WithTimeout(ctx, core.RunBudget(0, r.e.opts.Live()))
+		defer icancel()
+		if len(payload) == 0 {
+			payload = json.RawMessage("null")
+		}
+		frame, _ := json.Marshal(map[string]any{"kind": "invoke", "id": id, "payload": payload, "namespace": r.namespace})
+		res := r.runTurn(ictx, frame, nil)
+		r.afterKill(res)
+		if res.err != nil {
+			return nil, res.err
+		}
+		if res.failure != "" {
+			if res.envelope.Kind == "missing" {
+				return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+			}
+			return nil, core.Errorf(core.CodeHandlerError, "%s", strings.TrimSuffix(res.failure, "\n"))
+		}
+		return res.envelope.Result, nil
+	}
+}

@@ -1,0 +1,304 @@
+// Package python is code-runner's Python engine: CPython 3.12 compiled to
+// WASI (the embedded python.wasm) running in wazero inside the worker
+// process. Interpreters are parked in a wrapper's turn loop so a turn costs
+// no boot; a pool keeps interpreters booted ahead of demand; /work is a
+// private directory mounted through a filesystem wrapper that refuses links.
+package python
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/python/pywasm"
+	"github.com/code-runner-go/code-runner/internal/buildinfo"
+)
+
+// Fixed limits (contract §5.7).
+const (
+	defaultMemMB = 128
+	minMemMB     = 40
+	maxMemMB     = 512
+	maxExecuting = 8
+)
+
+// Options configure the engine.
+type Options struct {
+	Registry  *core.Registry
+	Bus       core.Bus
+	Transport core.Transport
+	Live      func() *configsvc.Config
+	Log       *slog.Logger
+	// CacheDir overrides the compilation cache directory (default
+	// $XDG_CACHE_HOME/code-runner or ~/.cache/code-runner); "-" disables it.
+	CacheDir string
+	// Wasm overrides the embedded python.wasm (tests).
+	Wasm []byte
+}
+
+// Engine implements core.Engine for lang "python".
+type Engine struct {
+	opts  Options
+	log   *slog.Logger
+	ready chan struct{}
+	err   error
+	wasm  []byte
+	cache wazero.CompilationCache
+
+	mu       sync.Mutex
+	runtimes map[int64]*wasmRuntime
+	gate     chan struct{}
+	pool     *pool
+	closed   bool
+	live     map[*interp]bool // every running interpreter
+	BootTime time.Duration // compile (or cache load) of the default runtime
+}
+
+// wasmRuntime is a wazero runtime with one memory cap and the module
+// compiled for it (all share the compilation cache).
+type wasmRuntime struct {
+	rt  wazero.Runtime
+	mod wazero.CompiledModule
+}
+
+// New starts booting the engine in the background: the compile (or a cache
+// hit) happens concurrently with the worker's other start-up. WaitReady
+// reports the outcome.
+func New(opts Options) *Engine {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = core.NewRegistry(nil)
+	}
+	if opts.Live == nil {
+		d := configsvc.Defaults()
+		opts.Live = func() *configsvc.Config { return &d }
+	}
+	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), runtimes: map[int64]*wasmRuntime{}, live: map[*interp]bool{},
+		gate: make(chan struct{}, maxExecuting)}
+	go e.boot()
+	return e
+}
+
+func (e *Engine) boot() {
+	defer close(e.ready)
+	start := time.Now()
+	wasm := e.opts.Wasm
+	if wasm == nil {
+		var err error
+		if wasm, err = pywasm.Wasm(); err != nil {
+			e.err = err
+			e.log.Error("python engine failed to start; serving node only", "err", err)
+			return
+		}
+	}
+	e.wasm = wasm
+	e.cache = e.openCache()
+	if _, err := e.runtimeFor(context.Background(), defaultMemMB); err != nil {
+		e.err = err
+		e.log.Error("python engine failed to start; serving node only", "err", err)
+		return
+	}
+	e.BootTime = time.Since(start)
+	e.log.Info("python engine ready", "boot", e.BootTime.Round(time.Millisecond))
+	e.pool = newPool(e)
+}
+
+// CacheDir is where compiled python.wasm is cached: <base>/python/<sha256>/<wazero version>.
+func CacheDir(base string) string {
+	return filepath.Join(base, "python", pywasm.SHA256, buildinfo.ModuleVersion("github.com/tetratelabs/wazero"))
+}
+
+func (e *Engine) openCache() wazero.CompilationCache {
+	base := e.opts.CacheDir
+	if base == "-" {
+		return wazero.NewCompilationCache()
+	}
+	if base == "" {
+		if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+			base = filepath.Join(x, "code-runner")
+		} else if h, err := os.UserHomeDir(); err == nil {
+			base = filepath.Join(h, ".cache", "code-runner")
+		}
+	}
+	dir := CacheDir(base)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.log.Warn("compilation cache directory unusable; compiling in memory", "dir", dir, "err", err)
+		return wazero.NewCompilationCache()
+	}
+	c, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		e.log.Warn("compilation cache directory unusable; compiling in memory", "dir", dir, "err", err)
+		return wazero.NewCompilationCache()
+	}
+	return c
+}
+
+// runtimeFor returns the runtime whose linear memory is capped at memMB.
+func (e *Engine) runtimeFor(ctx context.Context, memMB int64) (*wasmRuntime, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if wr, ok := e.runtimes[memMB]; ok {
+		return wr, nil
+	}
+	cfg := wazero.NewRuntimeConfigCompiler().
+		WithCloseOnContextDone(true). // without it a spinning guest freezes the Go GC
+		WithDebugInfoEnabled(false).  // kills in ~0.1 ms instead of seconds
+		WithMemoryLimitPages(uint32(memMB * 16)).
+		WithCompilationCache(e.cache)
+	cctx := experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
+	rt := wazero.NewRuntimeWithConfig(cctx, cfg)
+	wasi_snapshot_preview1.MustInstantiate(cctx, rt)
+	mod, err := rt.CompileModule(cctx, e.wasm)
+	if err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("compile python.wasm: %w", err)
+	}
+	wr := &wasmRuntime{rt: rt, mod: mod}
+	e.runtimes[memMB] = wr
+	return wr, nil
+}
+
+// WaitReady waits for boot and returns its error.
+func (e *Engine) WaitReady(ctx context.Context) error {
+	select {
+	case <-e.ready:
+		return e.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Lang returns core.LangPython.
+func (e *Engine) Lang() core.Lang { return core.LangPython }
+
+// Available waits for boot (bounded) and returns its error.
+func (e *Engine) Available() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := e.WaitReady(ctx); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("python engine is closed")
+	}
+	return nil
+}
+
+// Reconfigure makes the pool follow the live size.
+func (e *Engine) Reconfigure() {
+	if e.pool != nil {
+		e.pool.kick()
+	}
+}
+
+// Close stops the pool and every runtime.
+func (e *Engine) Close() {
+	<-e.ready
+	e.mu.Lock()
+	e.closed = true
+	rts := e.runtimes
+	e.runtimes = map[int64]*wasmRuntime{}
+	e.mu.Unlock()
+	if e.pool != nil {
+		e.pool.close()
+	}
+	// Stop every interpreter before its runtime closes under it.
+	e.mu.Lock()
+	ips := make([]*interp, 0, len(e.live))
+	for ip := range e.live {
+		ips = append(ips, ip)
+	}
+	e.mu.Unlock()
+	for _, ip := range ips {
+		ip.kill()
+		<-ip.done
+	}
+	for _, wr := range rts {
+		_ = wr.rt.Close(context.Background())
+	}
+}
+
+// clampMem applies §15.6 / §5.7 to a request's memory_mb.
+func clampMem(m uint32) int64 {
+	if m == 0 {
+		return defaultMemMB
+	}
+	v := int64(m)
+	if v < minMemMB {
+		v = minMemMB
+	}
+	if v > maxMemMB {
+		v = maxMemMB
+	}
+	return v
+}
+
+func (e *Engine) tempRoot() string {
+	if c := e.opts.Live(); c.ScratchRoot != nil && *c.ScratchRoot != "" {
+		_ = os.MkdirAll(*c.ScratchRoot, 0o700)
+		return *c.ScratchRoot
+	}
+	return ""
+}
+
+// newWorkDir creates a private, empty /work on the host.
+func (e *Engine) newWorkDir() (string, error) {
+	dir, err := os.MkdirTemp(e.tempRoot(), "iii-python-work-")
+	if err != nil {
+		return "", fmt.Errorf("create /work: %w", err)
+	}
+	_ = os.Chmod(dir, 0o700)
+	return dir, nil
+}
+
+// acquire takes one of the worker-wide execution permits, waiting under ctx.
+func (e *Engine) acquire(ctx context.Context) bool {
+	select {
+	case e.gate <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (e *Engine) release() { <-e.gate }
+
+// NewRuntime hands out a pooled interpreter (default memory) or boots one.
+func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.Runtime, error) {
+	if err := e.Available(); err != nil {
+		return nil, core.ErrPythonUnavailable()
+	}
+	mem := clampMem(ro.MemoryMB)
+	var ip *interp
+	if mem == defaultMemMB && e.pool != nil {
+		ip = e.pool.take()
+	}
+	if ip == nil {
+		dir, err := e.newWorkDir()
+		if err != nil {
+			return nil, core.AsError(err, core.FnRun)
+		}
+		if ip, err = e.bootInterp(ctx, mem, dir); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, core.AsError(err, core.FnRun)
+		}
+	}
+	return &pyRuntime{e: e, ip: ip, workDir: ip.workDir, memMB: mem, namespace: ro.Namespace,
+		owner: "python:" + ro.Namespace, alive: true, turn: make(chan struct{}, 1), fns: map[string]bool{}, broken: map[string]string{}}, nil
+}

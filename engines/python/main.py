@@ -1,0 +1,225 @@
+# code-runner's CPython wrapper. It runs as `python -I -B /run/main.py` inside
+# wazero and never returns from _start on its own: it parks on framed turns
+# read from stdin ("<decimal byte length>\n<JSON body>"), runs each in one
+# persistent globals dict, writes a result envelope to /out/result.json and
+# reports "turn_done" on stdout behind the sentinel. Guest -> host requests
+# (iii.trigger, time.sleep) use the same sentinel lines and block on a reply
+# frame. Tenant code shares this interpreter and can read the sentinel; the
+# host treats every frame as untrusted and checks its own kill conditions
+# before trusting an envelope.
+import builtins
+import json
+import os
+import sys
+import time
+import traceback
+
+_CFG = json.load(open('/run/iii.json'))
+_MARK = '\n' + _CFG['sentinel'] + '\n'
+_stdin = sys.stdin.buffer
+_stdout = sys.stdout
+_dumps = json.dumps
+_loads = json.loads
+_isinstance = isinstance
+_RuntimeError = RuntimeError
+_OSError = OSError
+_TypeError = TypeError
+_ValueError = ValueError
+
+
+def _read_frame():
+    line = _stdin.readline()
+    if not line:
+        return None
+    n = int(line)
+    buf = b''
+    while len(buf) < n:
+        chunk = _stdin.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return _loads(buf.decode('utf-8'))
+
+
+def _emit(obj):
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    _stdout.write(_MARK + _dumps(obj, separators=(',', ':'), ensure_ascii=False) + '\n')
+    _stdout.flush()
+
+
+def _host_call(req):
+    _emit(req)
+    reply = _read_frame()
+    if reply is None:
+        raise _OSError('iii.trigger: the host closed the bridge')
+    return reply
+
+
+class _III:
+    __slots__ = ()
+
+    @property
+    def namespace(self):
+        return _state['namespace']
+
+    def trigger(self, request):
+        if not _isinstance(request, dict):
+            raise _TypeError('iii.trigger: request must be a dict')
+        fid = request.get('function_id')
+        if not _isinstance(fid, str) or fid == '':
+            raise _TypeError('iii.trigger: function_id must be a non-empty string')
+        timeout_ms = request.get('timeout_ms')
+        if timeout_ms is not None and (_isinstance(timeout_ms, bool) or not _isinstance(timeout_ms, (int, float))):
+            raise _TypeError('iii.trigger: timeout_ms must be a number when given')
+        timeout = request.get('timeout')
+        if timeout is not None and (_isinstance(timeout, bool) or not _isinstance(timeout, (int, float))):
+            raise _TypeError('iii.trigger: timeout must be a number when given')
+        requested = timeout_ms if timeout_ms is not None else timeout
+        payload = _dumps(request.get('payload'), allow_nan=False, ensure_ascii=False, separators=(',', ':'))
+        reply = _host_call({'kind': 'trigger', 'function_id': fid, 'payload': payload,
+                            'timeout_ms': requested if requested is not None else 0})
+        if reply.get('ok'):
+            return reply.get('value')
+        raise _RuntimeError('iii.trigger: ' + str(reply.get('value')))
+
+    def __repr__(self):
+        return ("<iii: host client. e.g. iii.trigger({'function_id': 'worker::fn', 'payload': {}}); "
+                "iii.namespace is the prefix this runtime may register under>")
+
+    __str__ = __repr__
+
+
+def _sleep(seconds):
+    if _isinstance(seconds, bool) or not _isinstance(seconds, (int, float)):
+        raise _TypeError("'%s' object cannot be interpreted as an integer" % type(seconds).__name__)
+    if seconds < 0:
+        raise _ValueError('sleep length must be non-negative')
+    reply = _host_call({'kind': 'sleep', 'seconds': float(seconds)})
+    if not reply.get('ok'):
+        raise _OSError(str(reply.get('value')))
+
+
+_state = {'namespace': ''}
+builtins.iii = _III()
+time.sleep = _sleep
+
+try:
+    os.chdir('/work')
+except OSError:
+    pass
+sys.path.insert(0, '/work')
+
+G = {'__name__': '__main__', '__builtins__': builtins}
+_handlers = {}
+
+_MAX_MSG = 4096
+_MAX_TB = 16384
+_MAX_ENVELOPE = 1048576
+
+
+def _failure(kind, exc):
+    name = type(exc).__name__
+    try:
+        msg = str(exc)
+    except Exception:
+        msg = '<unprintable %s>' % name
+    if len(msg) > _MAX_MSG:
+        msg = msg[:_MAX_MSG] + '... message truncated'
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith('<')]
+    tb = None
+    if frames:
+        tb = 'Traceback (most recent call last):\n' + ''.join(traceback.format_list(frames))
+        if len(tb) > _MAX_TB:
+            tb = tb[:_MAX_TB] + '\n... traceback truncated'
+    return {'ok': False, 'kind': kind, 'message': name + ': ' + msg, 'traceback': tb}
+
+
+def _serialize(value):
+    try:
+        return _dumps(value, allow_nan=False, ensure_ascii=False, separators=(',', ':'))
+    except Exception:
+        return 'null'
+
+
+def _envelope_ok(value):
+    text = _serialize(value)
+    env = '{"ok":true,"result":' + text + '}'
+    n = len(env.encode('utf-8'))
+    if n > _MAX_ENVELOPE:
+        return {'ok': False, 'kind': 'result_too_large',
+                'message': 'serialized result envelope is %d bytes; max %d' % (n, _MAX_ENVELOPE), 'traceback': None}, None
+    return None, env
+
+
+def _compile(code, filename):
+    try:
+        return compile(code, filename, 'exec'), None
+    except SyntaxError as e:
+        return None, {'ok': False, 'kind': 'syntax_error', 'message': '%s (line %s)' % (e.msg, e.lineno), 'traceback': None}
+
+
+def _turn(t):
+    kind = t.get('kind', 'run')
+    if 'namespace' in t:
+        _state['namespace'] = t['namespace']
+    G.pop('result', None)
+    G['payload'] = t.get('payload')
+    if kind == 'invoke':
+        h = _handlers.get(t.get('id'))
+        if h is None:
+            return {'ok': False, 'kind': 'missing', 'message': 'no handler', 'traceback': None}
+        try:
+            value = h(t.get('payload'))
+        except SystemExit:
+            value = None
+        except BaseException as e:
+            return _failure('python_exception', e)
+        failure, env = _envelope_ok(value)
+        return failure or env
+    code_obj, failure = _compile(t.get('code', ''), '<code>')
+    if failure:
+        return failure
+    try:
+        exec(code_obj, G)
+    except SystemExit:
+        pass
+    except BaseException as e:
+        return _failure('python_exception', e)
+    if kind == 'define':
+        h = G.get('handler')
+        if not callable(h):
+            try:
+                raise _TypeError('register_function: your source must define handler(payload) — a callable taking one argument. Found: ' + repr(G.get('handler')))
+            except _TypeError as e:
+                return _failure('python_exception', e)
+        _handlers[t.get('id')] = h
+        return '{"ok":true,"result":null}'
+    failure, env = _envelope_ok(G.get('result'))
+    return failure or env
+
+
+def _write_envelope(env):
+    if not _isinstance(env, str):
+        env = _dumps(env, ensure_ascii=False, separators=(',', ':'))
+    with open('/out/result.json', 'w', encoding='utf-8') as f:
+        f.write(env)
+
+
+_emit({'kind': 'ready'})
+while True:
+    turn = _read_frame()
+    if turn is None:
+        break
+    try:
+        envelope = _turn(turn)
+    except BaseException as e:
+        envelope = _failure('python_exception', e)
+    try:
+        _write_envelope(envelope)
+    except BaseException:
+        pass
+    _emit({'kind': 'turn_done'})

@@ -1,0 +1,498 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testCacheDir is shared by every test engine so python.wasm compiles once
+// per machine, as the worker's on-disk cache does.
+var testCacheDir = filepath.Join(os.TempDir(), "code-runner-test-cache")
+
+type rig struct {
+	eng    *Engine
+	reg    *core.Registry
+	router *core.Router
+	ns     *core.Namespaces
+	cfg    configsvc.Config
+	lb     *loopback
+	bus    *fakeBus
+}
+
+// loopback answers guest calls: code-runner::run re-enters the router,
+// test::echo echoes, test::never never answers.
+type loopback struct {
+	r     *rig
+	mu    sync.Mutex
+	calls []core.Invocation
+}
+
+func (l *loopback) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
+	l.mu.Lock()
+	l.calls = append(l.calls, inv)
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, inv.Timeout)
+	defer cancel()
+	switch inv.FunctionID {
+	case core.FnRun:
+		res, err := l.r.router.Invoke(ctx, core.FnRun, inv.Data, nil)
+		if err != nil {
+			ce := core.AsError(err, core.FnRun)
+			return nil, &core.RemoteError{Code: string(ce.Code), Message: ce.Error()}
+		}
+		return json.Marshal(res)
+	case "test::echo":
+		return inv.Data, nil
+	case "test::never":
+		<-ctx.Done()
+		return nil, &core.RemoteError{Code: "TIMEOUT", Message: fmt.Sprintf("invocation timed out after %dms", inv.Timeout.Milliseconds())}
+	}
+	return nil, &core.RemoteError{Code: "function_not_found", Message: "Function " + inv.FunctionID + " not found"}
+}
+
+type fakeBus struct {
+	mu       sync.Mutex
+	handlers map[string]core.GuestHandler
+	regs     map[string]core.FunctionRegistration
+}
+
+func (b *fakeBus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.handlers[reg.ID], b.regs[reg.ID] = h, reg
+}
+func (b *fakeBus) UnregisterFunction(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.handlers, id)
+	delete(b.regs, id)
+}
+func (b *fakeBus) RegisterTrigger(core.TriggerRegistration) string          { return "" }
+func (b *fakeBus) UnregisterTrigger(string)                                 {}
+func (b *fakeBus) RegisterTriggerType(string, string, core.TriggerProvider) {}
+func (b *fakeBus) UnregisterTriggerType(string)                             {}
+func (b *fakeBus) invoke(t *testing.T, id, payload string) (json.RawMessage, error) {
+	t.Helper()
+	b.mu.Lock()
+	h := b.handlers[id]
+	b.mu.Unlock()
+	if h == nil {
+		t.Fatalf("%s not on the bus", id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return h(ctx, json.RawMessage(payload), nil)
+}
+
+func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
+	t.Helper()
+	cfg := configsvc.Defaults()
+	cfg.WarmPoolPython = 0
+	if mut != nil {
+		mut(&cfg)
+	}
+	r := &rig{reg: core.NewRegistry(nil), cfg: cfg, lb: &loopback{}, bus: &fakeBus{handlers: map[string]core.GuestHandler{}, regs: map[string]core.FunctionRegistration{}}}
+	r.lb.r = r
+	r.eng = New(Options{Registry: r.reg, Bus: r.bus, Transport: r.lb, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet(), CacheDir: testCacheDir})
+	t.Cleanup(r.eng.Close)
+	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
+	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
+	snap := &configsvc.Snapshot{Config: cfg}
+	r.router = core.NewRouter(r.lb, quiet())
+	r.router.Handle(core.FnRun, core.Route{Decode: core.DecodeRunCall, Pipeline: core.NewPipeline(snap, svc.Handle, core.RunStages()...)})
+	r.router.Handle(core.FnRegisterFunction, core.Route{Decode: core.DecodeRegisterCall, Pipeline: core.NewPipeline(snap, r.ns.Register, core.RedactUnheld, core.BridgePolicy)})
+	r.router.Handle(core.FnTeardown, core.Route{Decode: core.DecodeTeardownCall, Pipeline: core.NewPipeline(snap, r.ns.Teardown)})
+	return r
+}
+
+func (r *rig) call(t testing.TB, fn string, req any) (json.RawMessage, *core.Error) {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	res, err := r.router.Invoke(ctx, fn, b, nil)
+	if err != nil {
+		var ce *core.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("non-wire error %v", err)
+		}
+		return nil, ce
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(res)
+	return json.RawMessage(strings.TrimSuffix(buf.String(), "\n")), nil
+}
+
+type resp struct {
+	RuntimeID string          `json:"runtime_id"`
+	Stdout    string          `json:"stdout"`
+	Stderr    string          `json:"stderr"`
+	ExitCode  int             `json:"exit_code"`
+	Success   bool            `json:"success"`
+	Result    json.RawMessage `json:"result"`
+}
+
+func (r *rig) run(t testing.TB, req map[string]any) (resp, *core.Error) {
+	t.Helper()
+	if req["lang"] == nil && req["runtime_id"] == nil {
+		req["lang"] = "python"
+	}
+	out, err := r.call(t, core.FnRun, req)
+	var res resp
+	if err == nil {
+		_ = json.Unmarshal(out, &res)
+	}
+	return res, err
+}
+
+func (r *rig) mustRun(t testing.TB, code string) resp {
+	t.Helper()
+	res, err := r.run(t, map[string]any{"code": code})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return res
+}
+
+func TestPythonRunBasics(t *testing.T) {
+	r := newRig(t, nil)
+	tests := []struct {
+		name, code, stdout, stderrHas, result string
+		exit                                  int
+	}{
+		{"result", "result = 2 + 2", "", "", "4", 0},
+		{"print and stderr", "import sys\nprint('out')\nprint('err', file=sys.stderr)", "out\n", "err\n", "null", 0},
+		{"non-ASCII", "s = 'olá — 日本語 ±3°'\nprint(s)\nresult = s", "olá — 日本語 ±3°\n", "", `"olá — 日本語 ±3°"`, 0},
+		{"no result is null", "x = 1", "", "", "null", 0},
+		{"tuple is array; dict keys per json", "result = {'t': (1, 2), 1: 'one'}", "", "", `{"t":[1,2],"1":"one"}`, 0},
+		{"unserializable is null", "result = float('nan')", "", "", "null", 0},
+		{"object is null", "result = object()", "", "", "null", 0},
+		{"SystemExit succeeds", "import sys\nresult = 5\nsys.exit(3)", "", "", "5", 0},
+		{"D5 failure keeps streams", "print('before')\nraise ValueError('x')", "before\n", "ValueError: x\nTraceback (most recent call last):\n  File \"<code>\", line 2, in <module>\n", "null", 1},
+		{"syntax error", "def (:", "", "invalid syntax (line 1)\n", "null", 1},
+		{"top-level return", "return 1", "", "'return' outside function (line 1)\n", "null", 1},
+		{"os._exit", "import os\nprint('x', flush=True)\nos._exit(7)", "x\n", "code exited with status 7 before completing\n", "null", 1},
+		{"envelope too large", "result = 'x' * (1024 * 1024)", "", "serialized result envelope is 1048599 bytes; max 1048576\n", "null", 1},
+		{"time.sleep is routed to the host", "import time\nt = time.time()\ntime.sleep(0.05)\nresult = time.time() - t >= 0.04", "", "", "true", 0},
+		{"iii repr and namespace", "result = [repr(iii), iii.namespace.startswith('code-runner::')]", "", "", `["<iii: host client. e.g. iii.trigger({'function_id': 'worker::fn', 'payload': {}}); iii.namespace is the prefix this runtime may register under>",true]`, 0},
+		{"payload is None for run", "result = payload", "", "", "null", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := r.mustRun(t, tc.code)
+			if string(res.Result) == "" {
+				res.Result = json.RawMessage("null")
+			}
+			if res.Stdout != tc.stdout || !strings.Contains(res.Stderr, tc.stderrHas) || string(res.Result) != tc.result || res.ExitCode != tc.exit || res.Success != (tc.exit == 0) {
+				t.Fatalf("stdout=%q stderr=%q result=%s exit=%d", res.Stdout, res.Stderr, res.Result, res.ExitCode)
+			}
+		})
+	}
+}
+
+func TestPythonKeepAndWork(t *testing.T) {
+	r := newRig(t, nil)
+	first, err := r.run(t, map[string]any{"keep": true, "code": "n = 41\nopen('/work/f.txt', 'w').write('kept')\nimport json\nresult = 1"})
+	if err != nil || first.RuntimeID == "" {
+		t.Fatalf("%+v %v", first, err)
+	}
+	again, err := r.run(t, map[string]any{"runtime_id": first.RuntimeID, "code": "result = [n + 1, open('/work/f.txt').read(), json.dumps([1])]"})
+	if err != nil || string(again.Result) != `[42,"kept","[1]"]` {
+		t.Fatalf("%+v %v", again, err)
+	}
+	// result is cleared before each turn.
+	again, _ = r.run(t, map[string]any{"runtime_id": first.RuntimeID, "code": "x = 1"})
+	if string(again.Result) != "null" {
+		t.Fatalf("previous result leaked: %s", again.Result)
+	}
+	// lang node on a python runtime is refused.
+	if _, err := r.run(t, map[string]any{"runtime_id": first.RuntimeID, "lang": "node", "code": "x"}); err == nil || err.Code != core.CodeInvalidRequest {
+		t.Fatalf("%v", err)
+	}
+	// A timeout kills only the interpreter: /work survives, globals do not.
+	if _, err := r.run(t, map[string]any{"runtime_id": first.RuntimeID, "code": "while True: pass", "timeout_ms": 500}); err == nil || err.Code != core.CodeTimeout {
+		t.Fatalf("%v", err)
+	}
+	after, err := r.run(t, map[string]any{"runtime_id": first.RuntimeID, "code": "result = [open('/work/f.txt').read(), 'n' in globals()]"})
+	if err != nil || string(after.Result) != `["kept",false]` {
+		t.Fatalf("%+v %v", after, err)
+	}
+	// D12: one-shot runs get a private /work.
+	r.mustRun(t, "open('/work/x', 'w').write('one')")
+	res := r.mustRun(t, "import os\nresult = os.listdir('/work')")
+	if string(res.Result) != "[]" {
+		t.Fatalf("a one-shot /work leaked: %s", res.Result)
+	}
+}
+
+func TestPythonWorkCannotBeEscaped(t *testing.T) {
+	r := newRig(t, nil)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	_ = os.WriteFile(secret, []byte("host secret"), 0o600)
+	code := fmt.Sprintf(`
+import os
+out = {}
+def attempt(name, f):
+    try:
+        out[name] = repr(f())
+    except BaseException as e:
+        out[name] = type(e).__name__
+attempt('symlink_rel', lambda: os.symlink('../../../../../../..%[1]s', '/work/l1'))
+attempt('symlink_abs', lambda: os.symlink('%[1]s', '/work/l2'))
+attempt('hardlink', lambda: os.link('/work/a', '/work/b'))
+open('/work/a', 'w').write('a')
+attempt('hardlink_existing', lambda: os.link('/work/a', '/work/c'))
+attempt('dotdot', lambda: open('/work/../../../../..%[1]s').read())
+attempt('absolute', lambda: open('%[1]s').read())
+attempt('passwd', lambda: open('/etc/passwd').read())
+attempt('listdir_root', lambda: os.listdir('/'))
+attempt('system', lambda: os.system('id'))
+attempt('subprocess', lambda: __import__('subprocess').run(['id']))
+attempt('socket', lambda: __import__('socket').create_connection(('127.0.0.1', 22)))
+result = out
+`, secret)
+	res := r.mustRun(t, code)
+	if strings.Contains(string(res.Result), "host secret") || strings.Contains(string(res.Result), "root:") {
+		t.Fatalf("escaped: %s", res.Result)
+	}
+	var out map[string]string
+	_ = json.Unmarshal(res.Result, &out)
+	for _, k := range []string{"symlink_rel", "symlink_abs", "hardlink_existing", "dotdot", "absolute", "passwd"} {
+		if !strings.HasSuffix(out[k], "Error") {
+			t.Fatalf("%s: %q (all: %v)", k, out[k], out)
+		}
+	}
+	if strings.Contains(out["listdir_root"], "etc") || strings.Contains(out["system"], "uid=") {
+		t.Fatalf("%v", out)
+	}
+}
+
+func TestPythonBridge(t *testing.T) {
+	r := newRig(t, nil)
+	res := r.mustRun(t, `
+echo = iii.trigger({'function_id': 'test::echo', 'payload': {'x': 1}})
+none = iii.trigger({'function_id': 'test::echo'})
+nested = iii.trigger({'function_id': 'code-runner::run', 'payload': {'lang': 'python', 'code': 'result = 40 + 2'}})
+errs = []
+for req in ['x', {}, {'function_id': 'a::b', 'timeout_ms': 'x'}, {'function_id': 'a::b', 'timeout': []}, {'function_id': 'nope::x'}, {'function_id': 'harness::state::get'}, {'function_id': 'a::b', 'payload': float('nan')}]:
+    try:
+        iii.trigger(req)
+        errs.append('ok')
+    except Exception as e:
+        errs.append(type(e).__name__ + ': ' + str(e))
+result = [echo, none, nested['result'], errs]`)
+	var got []json.RawMessage
+	_ = json.Unmarshal(res.Result, &got)
+	if string(got[0]) != `{"x":1}` || string(got[1]) != "null" || string(got[2]) != "42" {
+		t.Fatalf("%s", res.Result)
+	}
+	var errs []string
+	_ = json.Unmarshal(got[3], &errs)
+	want := []string{
+		"TypeError: iii.trigger: request must be a dict",
+		"TypeError: iii.trigger: function_id must be a non-empty string",
+		"TypeError: iii.trigger: timeout_ms must be a number when given",
+		"TypeError: iii.trigger: timeout must be a number when given",
+		"RuntimeError: iii.trigger: function_not_found: Function nope::x not found",
+		"RuntimeError: iii.trigger: operator-only function `harness::state::get` is not available through code-runner",
+		"ValueError: Out of range float values are not JSON compliant: nan",
+	}
+	if strings.Join(errs, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(want, "\n"))
+	}
+	// D10: the guest timeout is clamped to the run's remaining budget.
+	res, err := r.run(t, map[string]any{"timeout_ms": 1000, "code": "try:\n    iii.trigger({'function_id': 'test::never', 'timeout_ms': 30000})\nexcept RuntimeError as e:\n    result = str(e)"})
+	if err != nil || !strings.Contains(string(res.Result), "TIMEOUT: invocation timed out after") {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func TestPythonAttacks(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.MaxRuntimes = 8 })
+	pid := os.Getpid()
+	trivial := func() {
+		t.Helper()
+		if os.Getpid() != pid {
+			t.Fatal("pid changed")
+		}
+		if res := r.mustRun(t, "result = 1"); string(res.Result) != "1" {
+			t.Fatalf("%+v", res)
+		}
+	}
+	t.Run("busy loop times out and others proceed meanwhile", func(t *testing.T) {
+		done := make(chan *core.Error, 1)
+		go func() {
+			_, err := r.run(t, map[string]any{"code": "while True: pass", "timeout_ms": 1500})
+			done <- err
+		}()
+		time.Sleep(200 * time.Millisecond)
+		trivial() // the spinning guest does not freeze the worker
+		if err := <-done; err == nil || err.Code != core.CodeTimeout {
+			t.Fatalf("%v", err)
+		}
+		trivial()
+	})
+	t.Run("bytearray(1<<30)", func(t *testing.T) {
+		_, err := r.run(t, map[string]any{"code": "b = bytearray(1 << 30)"})
+		if err == nil || err.Error() != "code-runner::resource_exhausted: run exceeded its memory cap and was killed" {
+			t.Fatalf("%v", err)
+		}
+		trivial()
+	})
+	t.Run("list growth to the cap with memory_mb 64", func(t *testing.T) {
+		_, err := r.run(t, map[string]any{"code": "a = []\nwhile True: a.append('x' * 1000000)", "memory_mb": 64, "timeout_ms": 20000})
+		if err == nil || err.Code != core.CodeResourceExhausted {
+			t.Fatalf("%v", err)
+		}
+		trivial()
+	})
+	t.Run("unbounded recursion", func(t *testing.T) {
+		res := r.mustRun(t, "def f(): return f()\nf()")
+		if res.ExitCode != 1 || !strings.Contains(res.Stderr, "RecursionError") && !strings.Contains(res.Stderr, "abnormally") {
+			t.Fatalf("%+v", res.Stderr)
+		}
+		trivial()
+	})
+	t.Run("50 MB of prints", func(t *testing.T) {
+		res, err := r.run(t, map[string]any{"code": "line = 'p' * 1000\nfor i in range(50000): print(line)\nresult = 'done'", "timeout_ms": 60000})
+		if err != nil || string(res.Result) != `"done"` || !strings.Contains(res.Stderr, "[code-runner] output was truncated; further output is dropped") || len(res.Stdout) > 16384 {
+			t.Fatalf("%v %d %q", err, len(res.Stdout), res.Stderr)
+		}
+		trivial()
+	})
+	t.Run("filling /work past its budget", func(t *testing.T) {
+		kept, _ := r.run(t, map[string]any{"keep": true, "code": "result = 1"})
+		_, err := r.run(t, map[string]any{"runtime_id": kept.RuntimeID, "timeout_ms": 30000, "code": "i = 0\nwhile True:\n    open('/work/f%d' % i, 'w').close()\n    i += 1"})
+		if err == nil || err.Error() != "code-runner::resource_exhausted: run wrote more than 268435456 bytes (or more than 20000 files) under /work and was killed" {
+			t.Fatalf("%v", err)
+		}
+		if _, err := r.run(t, map[string]any{"runtime_id": kept.RuntimeID, "code": "result = 1"}); err == nil || err.Code != core.CodeExpired {
+			t.Fatalf("R4: %v", err)
+		}
+		trivial()
+	})
+	t.Run("100 concurrent one-shot runs with max_runtimes 8", func(t *testing.T) {
+		var wg sync.WaitGroup
+		var ok, capacity atomic.Int64
+		for i := 0; i < 100; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := r.run(t, map[string]any{"code": "result = 1"})
+				switch {
+				case err == nil && string(res.Result) == "1":
+					ok.Add(1)
+				case err != nil && err.Code == core.CodeCapacity:
+					capacity.Add(1)
+				default:
+					t.Errorf("%+v %v", res, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() == 0 || r.reg.SlotsInUse() != 0 {
+			t.Fatalf("ok %d capacity %d slots %d", ok.Load(), capacity.Load(), r.reg.SlotsInUse())
+		}
+	})
+}
+
+func TestPythonRegisterFunction(t *testing.T) {
+	r := newRig(t, nil)
+	if _, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::count", "lang": "python",
+		"source": "import itertools\n_c = itertools.count(1)\ndef handler(p):\n    return {'n': next(_c), 'ns': iii.namespace, 'p': p}"}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r.bus.invoke(t, "e2e-py::count", `{"x":1}`)
+	b, _ := r.bus.invoke(t, "e2e-py::count", `{"x":2}`)
+	if string(a) != `{"n":1,"ns":"e2e-py::","p":{"x":1}}` || string(b) != `{"n":2,"ns":"e2e-py::","p":{"x":2}}` {
+		t.Fatalf("%s %s", a, b)
+	}
+	if d := r.bus.regs["e2e-py::count"].Description; d != "Registered through code-runner::register_function; implemented in Python." {
+		t.Fatal(d)
+	}
+	// No handler → invalid_request mentioning handler(payload); nothing left behind.
+	_, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-bad::f", "lang": "python", "source": "x = 1"})
+	if err == nil || err.Code != core.CodeInvalidRequest || !strings.Contains(err.Text, "TypeError: register_function: your source must define handler(payload) — a callable taking one argument. Found: None") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := r.call(t, core.FnTeardown, map[string]any{"namespace": "e2e-bad"}); err == nil || err.Code != core.CodeRuntimeNotFound {
+		t.Fatalf("%v", err)
+	}
+	// D4: a raising handler → handler_error with the guest's text.
+	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::boom", "lang": "python", "source": "def handler(p):\n    raise KeyError('k')"})
+	_, ierr := r.bus.invoke(t, "e2e-py::boom", `{}`)
+	if ierr == nil || !strings.HasPrefix(ierr.Error(), "code-runner::handler_error: KeyError: 'k'\nTraceback") {
+		t.Fatalf("%v", ierr)
+	}
+	// D7: an invocation that overruns → timeout; the next succeeds (restored, state restarted).
+	r.cfg.DefaultTimeoutMS = 800
+	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::slow", "lang": "python", "source": "def handler(p):\n    if p.get('spin'):\n        while True: pass\n    return 'fine'"})
+	if _, err := r.bus.invoke(t, "e2e-py::slow", `{"spin":true}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
+		t.Fatalf("%v", err)
+	}
+	if v, err := r.bus.invoke(t, "e2e-py::slow", `{}`); err != nil || string(v) != `"fine"` {
+		t.Fatalf("%s %v", v, err)
+	}
+	if v, err := r.bus.invoke(t, "e2e-py::count", `{}`); err != nil || !strings.HasPrefix(string(v), `{"n":1,`) {
+		t.Fatalf("state did not restart with the replay: %s %v", v, err)
+	}
+	r.cfg.DefaultTimeoutMS = 5000
+	// The same interpreter cannot call its own function from inside a turn.
+	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::self", "lang": "python", "source": "def handler(p):\n    try:\n        return iii.trigger({'function_id': 'e2e-py::count'})\n    except RuntimeError as e:\n        return str(e)"})
+	if v, _ := r.bus.invoke(t, "e2e-py::self", `{}`); string(v) != `"iii.trigger: e2e-py::count is served by this same interpreter and cannot be called from inside a turn"` {
+		t.Fatalf("%s", v)
+	}
+	// One id, one engine; teardown by namespace.
+	out, err := r.call(t, core.FnTeardown, map[string]any{"namespace": "e2e-py::"})
+	if err != nil || string(out) != `{"namespace":"e2e-py::","torn_down":true,"unregistered":["e2e-py::boom","e2e-py::count","e2e-py::self","e2e-py::slow"]}` {
+		t.Fatalf("%s %v", out, err)
+	}
+}
+
+func TestCompilationCacheIsUsed(t *testing.T) {
+	dir := t.TempDir()
+	e1 := New(Options{Log: quiet(), CacheDir: dir})
+	if err := e1.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e1.Close()
+	entries, _ := os.ReadDir(CacheDir(dir))
+	if len(entries) == 0 {
+		t.Fatalf("no compiled module cached under %s", CacheDir(dir))
+	}
+	bad := filepath.Join(t.TempDir(), "file")
+	_ = os.WriteFile(bad, nil, 0o600)
+	e2 := New(Options{Log: quiet(), CacheDir: bad}) // a file where a directory must be: a warning, not a failure
+	if err := e2.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e2.Close()
+}
+
+func TestBootFailureServesNothing(t *testing.T) {
+	e := New(Options{Log: quiet(), Wasm: []byte("not wasm"), CacheDir: "-"})
+	if err := e.Available(); err == nil {
+		t.Fatal("a broken wasm booted")
+	}
+	if _, err := e.NewRuntime(context.Background(), core.RuntimeOptions{}); err == nil || err.Error() != "code-runner::engine: the python engine failed to start on this worker; check its boot logs" {
+		t.Fatalf("%v", err)
+	}
+}

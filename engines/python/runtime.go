@@ -1,0 +1,481 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/code-runner-go/code-runner/core"
+)
+
+// pyRuntime is one python runtime: a /work directory and the interpreter
+// currently serving it (replaced after a kill; see contract §5.5).
+type pyRuntime struct {
+	e         *Engine
+	workDir   string
+	memMB     int64
+	namespace string
+	owner     string
+	turn      chan struct{} // one turn at a time
+
+	mu         sync.Mutex
+	ip         *interp // nil until the next use boots one
+	alive      bool
+	destroyed  bool
+	fns        map[string]bool
+	sources    []source          // registration sources in order, for replay
+	broken     map[string]string // ids whose source failed to replay
+	onDeath    []func()
+	lastActive time.Time
+}
+
+type source struct {
+	id, code string
+}
+
+// turnResult is what one turn produced.
+type turnResult struct {
+	stdout, stderr string
+	envelope       envelope
+	failure        string // the failure text when the turn failed
+	err            *core.Error
+	killed         bool // the interpreter died (timeout, memory, exit, disk)
+	diskOver       bool
+}
+
+type envelope struct {
+	OK        bool            `json:"ok"`
+	Result    json.RawMessage `json:"result"`
+	Kind      string          `json:"kind"`
+	Message   string          `json:"message"`
+	Traceback *string         `json:"traceback"`
+}
+
+// Alive reports whether the runtime can serve another call.
+func (r *pyRuntime) Alive() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.alive && !r.destroyed
+}
+
+// OnDeath registers fn to run when the runtime is destroyed by a kill.
+func (r *pyRuntime) OnDeath(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onDeath = append(r.onDeath, fn)
+}
+
+// LastActive is when a turn last started or ended.
+func (r *pyRuntime) LastActive() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastActive
+}
+
+// Run executes one run turn (contract §5).
+func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
+	if !r.acquireTurn(ctx) {
+		return core.Outcome{}, core.ErrTimeout()
+	}
+	defer r.releaseTurn()
+	frame, _ := json.Marshal(map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace})
+	res := r.runTurn(ctx, frame, ex.Bridge)
+	r.afterKill(res)
+	if res.err != nil {
+		return core.Outcome{}, res.err
+	}
+	out := core.Outcome{Stdout: res.stdout, Stderr: res.stderr}
+	if res.failure != "" {
+		out.ExitCode = 1
+		out.Stderr = appendFailure(out.Stderr, res.failure)
+		return out, nil
+	}
+	out.Result = res.envelope.Result
+	return out, nil
+}
+
+// isNamespaceRuntime reports whether this runtime backs a register_function
+// namespace (run runtimes live under code-runner::<token>::).
+func (r *pyRuntime) isNamespaceRuntime() bool {
+	return !strings.HasPrefix(r.namespace, "code-runner::")
+}
+
+// afterKill applies §5.5 / §15.4 for a /work overflow: a run runtime is
+// destroyed (and tombstoned by its owner); a namespace runtime's /work is
+// emptied and it restarts with replay on next use.
+func (r *pyRuntime) afterKill(res turnResult) {
+	if !res.diskOver {
+		return
+	}
+	if r.isNamespaceRuntime() {
+		wipe(r.workDir)
+		return
+	}
+	r.mu.Lock()
+	r.alive = false
+	r.mu.Unlock()
+}
+
+func appendFailure(stderr, failure string) string {
+	if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+		stderr += "\n"
+	}
+	return stderr + failure
+}
+
+func (r *pyRuntime) acquireTurn(ctx context.Context) bool {
+	select {
+	case r.turn <- struct{}{}:
+		r.touch()
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *pyRuntime) releaseTurn() {
+	r.touch()
+	<-r.turn
+}
+
+func (r *pyRuntime) touch() {
+	r.mu.Lock()
+	r.lastActive = time.Now()
+	r.mu.Unlock()
+}
+
+// interpreter returns the live interpreter, booting a fresh one on the same
+// /work (and replaying registrations) when the last one died.
+func (r *pyRuntime) interpreter(ctx context.Context) (*interp, error) {
+	r.mu.Lock()
+	ip := r.ip
+	if r.destroyed {
+		r.mu.Unlock()
+		return nil, core.Errorf(core.CodeEngine, "the runtime was torn down")
+	}
+	r.mu.Unlock()
+	if ip != nil && !ip.dead() {
+		return ip, nil
+	}
+	if ip != nil {
+		ip.dispose()
+	}
+	bctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ip, err := r.e.bootInterp(bctx, r.memMB, r.workDir)
+	if err != nil {
+		return nil, core.AsError(err, core.FnRun)
+	}
+	r.mu.Lock()
+	r.ip = ip
+	srcs := append([]source(nil), r.sources...)
+	r.mu.Unlock()
+	r.replay(srcs)
+	return ip, nil
+}
+
+// replay re-runs the namespace's registration sources in order on a fresh
+// interpreter (contract §13.8), each under default_timeout_ms.
+func (r *pyRuntime) replay(srcs []source) {
+	for _, s := range srcs {
+		ctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, r.e.opts.Live()))
+		frame, _ := json.Marshal(map[string]any{"kind": "define", "code": s.code, "id": s.id, "namespace": r.namespace})
+		res := r.runTurnOn(ctx, r.ip, frame, nil)
+		cancel()
+		r.mu.Lock()
+		switch {
+		case res.err != nil:
+			r.broken[s.id] = res.err.Text
+		case res.failure != "":
+			r.broken[s.id] = strings.TrimSuffix(res.failure, "\n")
+		default:
+			delete(r.broken, s.id)
+		}
+		r.mu.Unlock()
+		if res.err != nil || res.failure != "" {
+			r.e.log.Warn("a registration source failed to replay after its interpreter restarted", "namespace", r.namespace)
+		}
+		if res.killed {
+			// The interpreter died while replaying; the rest replays on next use.
+			return
+		}
+	}
+}
+
+func (r *pyRuntime) runTurn(ctx context.Context, frame []byte, bridge core.Bridge) turnResult {
+	ip, err := r.interpreter(ctx)
+	if err != nil {
+		var ce *core.Error
+		errors.As(err, &ce)
+		return turnResult{err: ce}
+	}
+	return r.runTurnOn(ctx, ip, frame, bridge)
+}
+
+// runTurnOn executes one turn on ip: a permit first (the wait counts
+// against the deadline), then the frame, bridge requests answered until
+// turn_done, the kill conditions checked before the envelope is trusted.
+func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bridge core.Bridge) turnResult {
+	if !r.e.acquire(ctx) {
+		return turnResult{err: core.ErrTimeout()}
+	}
+	defer r.e.release()
+	wipe(ip.outDir)
+	var stdout, stderr capture
+	ip.stdout.setCapture(&stdout)
+	ip.stderr.setCapture(&stderr)
+	defer ip.stdout.setCapture(nil)
+	defer ip.stderr.setCapture(nil)
+
+	deadline, _ := ctx.Deadline()
+	if err := ip.send(frame); err != nil {
+		return r.afterDeath(ip, &stdout, &stderr)
+	}
+	watch := time.NewTicker(250 * time.Millisecond)
+	defer watch.Stop()
+	replies := make(chan []byte, 1)
+	for {
+		select {
+		case ev := <-ip.events:
+			switch kindOf(ev) {
+			case "turn_done":
+				ip.stdout.flush()
+				return r.finishTurn(ip, &stdout, &stderr)
+			case "trigger":
+				go func(ev []byte) { replies <- r.trigger(ctx, ev, bridge, deadline) }(ev)
+			case "sleep":
+				go func(ev []byte) { replies <- r.sleep(ctx, ev) }(ev)
+			}
+		case rep := <-replies:
+			_ = ip.send(rep)
+		case <-ip.done:
+			ip.stdout.flush()
+			return r.afterDeath(ip, &stdout, &stderr)
+		case <-watch.C:
+			if r.overBudget(ip) {
+				ip.kill()
+				<-ip.done
+				return r.diskKill(ip)
+			}
+		case <-ctx.Done():
+			ip.kill()
+			<-ip.done
+			r.dropInterp(ip)
+			return turnResult{err: core.ErrTimeout(), killed: true}
+		}
+	}
+}
+
+func (r *pyRuntime) overBudget(ip *interp) bool {
+	wb, we := usage(ip.workDir)
+	ob, oe := usage(ip.outDir)
+	return wb > workMaxBytes || we > workMaxEntries || ob > outMaxBytes || oe > outMaxEntries
+}
+
+func (r *pyRuntime) diskKill(ip *interp) turnResult {
+	r.dropInterp(ip)
+	dir, bytes, entries := "/work", int64(workMaxBytes), workMaxEntries
+	if ob, oe := usage(ip.outDir); ob > outMaxBytes || oe > outMaxEntries {
+		dir, bytes, entries = "/out", outMaxBytes, outMaxEntries
+	}
+	return turnResult{killed: true, diskOver: dir == "/work",
+		err: core.Errorf(core.CodeResourceExhausted, "run wrote more than %d bytes (or more than %d files) under %s and was killed", bytes, entries, dir)}
+}
+
+func (r *pyRuntime) dropInterp(ip *interp) {
+	r.mu.Lock()
+	if r.ip == ip {
+		r.ip = nil
+	}
+	r.mu.Unlock()
+	_ = os.RemoveAll(ip.outDir)
+}
+
+func streams(stdout, stderr *capture) (string, string) {
+	so, t1 := stdout.text()
+	se, t2 := stderr.text()
+	if t1 || t2 {
+		se += truncationNote
+	}
+	return so, se
+}
+
+// afterDeath maps an interpreter that ended mid-turn (os._exit, trap,
+// memory) to its outcome; the runtime lives on and boots a fresh one.
+func (r *pyRuntime) afterDeath(ip *interp, stdout, stderr *capture) turnResult {
+	full := ip.memoryFull()
+	r.dropInterp(ip)
+	so, se := streams(stdout, stderr)
+	if full {
+		return turnResult{killed: true, err: core.ErrPythonMemory()}
+	}
+	code, isExit := ip.exitStatus()
+	failure := "execution ended abnormally without producing a result\n"
+	if isExit && code < 126 {
+		failure = fmt.Sprintf("code exited with status %d before completing\n", code)
+	}
+	return turnResult{stdout: so, stderr: se, failure: failure, killed: true}
+}
+
+// finishTurn checks the kill conditions, then reads the envelope (a regular
+// file of at most 1 MiB; anything else is a failure).
+func (r *pyRuntime) finishTurn(ip *interp, stdout, stderr *capture) turnResult {
+	if r.overBudget(ip) {
+		ip.kill()
+		<-ip.done
+		return r.diskKill(ip)
+	}
+	so, se := streams(stdout, stderr)
+	res := turnResult{stdout: so, stderr: se}
+	env, ok := readEnvelope(ip.outDir)
+	if ok && env.OK {
+		if len(env.Result) == 0 {
+			env.Result = json.RawMessage("null")
+		}
+		res.envelope = env
+		return res
+	}
+	if ip.memoryFull() || (ok && strings.HasPrefix(env.Message, "MemoryError")) {
+		// Growth was denied and the turn did not end in a clean success:
+		// the interpreter is recycled (linear memory never shrinks).
+		ip.kill()
+		<-ip.done
+		r.dropInterp(ip)
+		return turnResult{killed: true, err: core.ErrPythonMemory()}
+	}
+	if !ok {
+		res.failure = "execution ended abnormally without producing a result\n"
+		return res
+	}
+	res.envelope = env
+	res.failure = env.Message + "\n"
+	if env.Traceback != nil && *env.Traceback != "" {
+		res.failure += *env.Traceback
+	}
+	return res
+}
+
+func readEnvelope(outDir string) (envelope, bool) {
+	path := filepath.Join(outDir, "result.json")
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > (1<<20)+64 {
+		return envelope{}, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return envelope{}, false
+	}
+	var env envelope
+	if json.Unmarshal(b, &env) != nil {
+		return envelope{}, false
+	}
+	return env, true
+}
+
+type guestRequest struct {
+	FunctionID string          `json:"function_id"`
+	Payload    json.RawMessage `json:"payload"`
+	TimeoutMS  float64         `json:"timeout_ms"`
+	Seconds    float64         `json:"seconds"`
+}
+
+func replyFrame(ok bool, value any) []byte {
+	b, _ := json.Marshal(map[string]any{"ok": ok, "value": value})
+	return b
+}
+
+// trigger answers a guest iii.trigger (contract §11): host-side limits,
+// the same-interpreter refusal, then the bridge (deny-list, timeouts).
+func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, deadline time.Time) []byte {
+	if len(ev) > 1<<20 {
+		return replyFrame(false, "iii request exceeded 1048576 bytes and was refused")
+	}
+	var req guestRequest
+	if err := json.Unmarshal(ev, &req); err != nil {
+		return replyFrame(false, "malformed iii request: "+err.Error())
+	}
+	if n := len(req.FunctionID); n > 512 {
+		return replyFrame(false, fmt.Sprintf("function_id is %d bytes; max 512", n))
+	}
+	var payloadText string
+	if err := json.Unmarshal(req.Payload, &payloadText); err != nil || !json.Valid([]byte(payloadText)) {
+		return replyFrame(false, "malformed iii request: payload is not JSON")
+	}
+	r.mu.Lock()
+	own := r.fns[req.FunctionID]
+	r.mu.Unlock()
+	if own {
+		return replyFrame(false, req.FunctionID+" is served by this same interpreter and cannot be called from inside a turn")
+	}
+	if bridge == nil {
+		bridge = core.NewPolicyBridge(r.e.opts.Transport, r.e.opts.Live())
+	}
+	var ms uint64
+	if req.TimeoutMS > 0 {
+		ms = uint64(req.TimeoutMS)
+		if ms == 0 {
+			ms = 1
+		}
+	}
+	res, err := bridge.Trigger(ctx, core.GuestTrigger{FunctionID: req.FunctionID, Payload: json.RawMessage(payloadText), TimeoutMS: ms, Deadline: deadline})
+	if err != nil {
+		return replyFrame(false, err.Error())
+	}
+	if len(res) == 0 {
+		res = json.RawMessage("null")
+	}
+	return replyFrame(true, res)
+}
+
+// sleep serves time.sleep inside the turn's deadline.
+func (r *pyRuntime) sleep(ctx context.Context, ev []byte) []byte {
+	var req guestRequest
+	_ = json.Unmarshal(ev, &req)
+	d := time.Duration(req.Seconds * float64(time.Second))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return replyFrame(true, nil)
+	case <-ctx.Done():
+		return replyFrame(false, "sleep interrupted: the run's deadline passed")
+	}
+}
+
+// Destroy kills the interpreter, unregisters the runtime's functions and
+// deletes /work.
+func (r *pyRuntime) Destroy() []string {
+	r.mu.Lock()
+	if r.destroyed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.destroyed, r.alive = true, false
+	ip := r.ip
+	r.ip = nil
+	ids := make([]string, 0, len(r.fns))
+	for id := range r.fns {
+		ids = append(ids, id)
+	}
+	r.fns = map[string]bool{}
+	r.mu.Unlock()
+	sort.Strings(ids)
+	for _, id := range ids {
+		if r.e.opts.Bus != nil {
+			r.e.opts.Bus.UnregisterFunction(id)
+		}
+		r.e.opts.Registry.ReleaseFunction(id, r.owner)
+	}
+	if ip != nil {
+		ip.dispose()
+	}
+	_ = os.RemoveAll(r.workDir)
+	return ids
+}
