@@ -349,3 +349,17 @@ func (n *Namespaces) CountLang(lang Lang) int {
 	}
 	return c
 }
+
+// DestroyAll destroys every namespace runtime (worker shutdown).
+func (n *Namespaces) DestroyAll() {
+	n.mu.Lock()
+	victims := make([]*nsRuntime, 0, len(n.live))
+	for k, nr := range n.live {
+		delete(n.live, k)
+		victims = append(victims, nr)
+	}
+	n.mu.Unlock()
+	for _, nr := range victims {
+		n.destroy(nr)
+	}
+}

@@ -46,6 +46,31 @@ describe('run', () => {
     assert.equal(typeof r.duration_ms, 'number')
   })
 
+  test('3. python one-shot result = 2 + 2', async () => {
+    const r = await run({ lang: 'python', code: 'result = 2 + 2' })
+    assert.equal(r.result, 4)
+    assert.equal(r.exit_code, 0)
+    assert.equal('runtime_id' in r, false)
+  })
+
+  test('4 (python). print → stdout, print(file=sys.stderr) → stderr', async () => {
+    const r = await run({ lang: 'python', code: 'import sys\nprint("out")\nprint("err", file=sys.stderr)' })
+    assert.equal(r.stdout, 'out\n')
+    assert.equal(r.stderr, 'err\n')
+  })
+
+  test('5 (python). non-ASCII round-trips', async () => {
+    const s = 'olá — 日本語 ±3°'
+    const r = await run({ lang: 'python', code: `s = ${JSON.stringify(s)}\nprint(s)\nresult = s` })
+    assert.equal(r.result, s)
+    assert.equal(r.stdout, s + '\n')
+  })
+
+  test('6. python calls back into the bus', async () => {
+    const r = await run({ lang: 'python', code: 'answer = iii.trigger({"function_id": "code-runner::run", "payload": {"lang": "node", "code": "return 40 + 2"}})\nresult = answer["result"]' })
+    assert.equal(r.result, 42)
+  })
+
   test('4. console.log → stdout, console.error → stderr', async () => {
     const r = await run({ lang: 'node', code: 'console.log("out"); console.error("err")' })
     assert.equal(r.stdout, 'out\n')
@@ -71,6 +96,20 @@ describe('keep', () => {
     assert.equal(td.torn_down, true)
   })
 
+  test('2. python globals, imports and /work persist', async () => {
+    const first = await run({ lang: 'python', keep: true, code: 'n = 41\nopen("/work/f.txt", "w").write("kept")\nimport json' })
+    const again = await run({ runtime_id: first.runtime_id, code: 'result = [n + 1, open("/work/f.txt").read(), json.dumps([1])]' })
+    assert.deepEqual(again.result, [42, 'kept', '[1]'])
+    await teardown({ runtime_id: first.runtime_id })
+  })
+
+  test('4. an id routes to its own engine', async () => {
+    const k = await run({ lang: 'python', keep: true, code: 'marker = "py-marker"' })
+    assert.equal((await run({ runtime_id: k.runtime_id, code: 'result = marker' })).result, 'py-marker')
+    await expectError(() => run({ runtime_id: k.runtime_id, lang: 'node', code: 'return 1' }), 'code-runner::invalid_request')
+    await teardown({ runtime_id: k.runtime_id })
+  })
+
   test('3. a torn-down id is gone', async () => {
     const k = await run({ lang: 'node', keep: true, code: 'return 1' })
     await teardown({ runtime_id: k.runtime_id })
@@ -83,6 +122,25 @@ describe('register', () => {
     const r = await register({ function_id: 'e2e-node::greet', lang: 'node', source: 'function handler(p) { return `hello ${p.who}` }' })
     assert.deepEqual(r, { function_id: 'e2e-node::greet', registered: true })
     assert.equal(await h.trigger({ function_id: 'e2e-node::greet', payload: { who: 'world' } }), 'hello world')
+  })
+
+  test('2/3. python handlers are callable and keep state', async () => {
+    await register({ function_id: 'e2e-py::greet', lang: 'python', source: 'import itertools\n_c = itertools.count(1)\ndef handler(p):\n    return {"hello": p.get("who"), "n": next(_c)}' })
+    const a = await h.trigger({ function_id: 'e2e-py::greet', payload: { who: 'py' } })
+    const b = await h.trigger({ function_id: 'e2e-py::greet', payload: { who: 'py' } })
+    assert.equal(a.hello, 'py')
+    assert.equal(b.n, a.n + 1)
+  })
+
+  test('4. python source without a handler is refused; nothing is left', async () => {
+    await expectError(() => register({ function_id: 'e2e-bad::f', lang: 'python', source: 'x = 1' }), 'handler(payload)')
+    await expectError(() => teardown({ namespace: 'e2e-bad' }), 'code-runner::runtime_not_found')
+  })
+
+  test('6. one id, one engine', async () => {
+    await register({ function_id: 'e2e-clash::fn', lang: 'python', source: 'def handler(p):\n    return 1' })
+    await expectError(() => register({ function_id: 'e2e-clash::fn', lang: 'node', source: 'function handler(){ return 2 }' }), 'code-runner::invalid_request')
+    assert.equal((await run({ lang: 'node', code: 'return 3' })).result, 3)
   })
 
   test('5. formats show in engine::functions::info', async () => {
@@ -106,6 +164,13 @@ describe('register', () => {
     assert.equal(await h.trigger({ function_id: 'e2e-down::a', payload: {} }), 2)
   })
 
+  test('namespaces are torn down after the group (the seed allows 8 runtimes)', async () => {
+    for (const ns of ['e2e-node', 'e2e-fmt', 'e2e-py', 'e2e-clash', 'e2e-down']) {
+      const td = await teardown({ namespace: ns })
+      assert.equal(td.torn_down, true)
+    }
+  })
+
   test('seeded ids cannot be claimed', async () => {
     await expectError(() => register({ function_id: 'code-runner::run', lang: 'node', source: 'function handler(){}' }), 'code-runner::invalid_request')
   })
@@ -124,9 +189,18 @@ describe('errors', () => {
     assert.ok(Buffer.byteLength(r.stdout) <= 2 * 1024 * 1024)
   })
 
-  test('5. an infinite loop times out; then a normal run works', async () => {
+  test('2/3. python raise and syntax errors are exit-1 responses', async () => {
+    assert.equal((await run({ lang: 'python', code: 'raise ValueError("boom-p")' })).exit_code, 1)
+    const r = await run({ lang: 'python', code: 'def (:' })
+    assert.equal(r.exit_code, 1)
+    assert.ok(r.stderr.includes('line'))
+  })
+
+  test('5. an infinite loop times out (both languages); then a normal run works', async () => {
     await expectError(() => run({ lang: 'node', code: 'for(;;){}', timeout_ms: 1500 }), 'code-runner::timeout')
     assert.equal((await run({ lang: 'node', code: 'return 1' })).result, 1)
+    await expectError(() => run({ lang: 'python', code: 'while True: pass', timeout_ms: 1500 }), 'code-runner::timeout')
+    assert.equal((await run({ lang: 'python', code: 'result = 1' })).result, 1)
   })
 
   test('6/7/8. request errors', async () => {
@@ -150,6 +224,66 @@ describe('decisions', () => {
     const e = await expectError(() => h.trigger({ function_id: 'e2e-throw::f', payload: {} }), 'code-runner::handler_error')
     assert.equal(e.code, 'code-runner::handler_error')
     assert.ok(e.message.includes('guest-text'))
+    await teardown({ namespace: 'e2e-throw' })
+  })
+
+  test('D4 (python): a raising handler → handler_error', async () => {
+    await register({ function_id: 'e2e-throwpy::f', lang: 'python', source: 'def handler(p):\n    raise RuntimeError("py-guest-text")' })
+    const e = await expectError(() => h.trigger({ function_id: 'e2e-throwpy::f', payload: {} }), 'code-runner::handler_error')
+    assert.ok(e.message.includes('py-guest-text'))
+    await teardown({ namespace: 'e2e-throwpy' })
+  })
+
+  test('D5: a failing python run keeps what it printed', async () => {
+    const r = await run({ lang: 'python', code: 'print("before")\nraise ValueError("x")' })
+    assert.equal(r.exit_code, 1)
+    assert.equal(r.stdout, 'before\n')
+    assert.ok(r.stderr.includes('ValueError: x'))
+    assert.ok(r.stderr.includes('Traceback'))
+  })
+
+  test('D7: a python handler that overruns is restored for the next call', async () => {
+    await setConfig({ default_timeout_ms: 1000 })
+    await until(() => cr.logs().includes('default_timeout_ms 5000 → 1000'))
+    await register({ function_id: 'e2e-d7::f', lang: 'python', source: 'import itertools\n_c = itertools.count(1)\ndef handler(p):\n    if p.get("spin"):\n        while True: pass\n    return next(_c)' })
+    assert.equal(await h.trigger({ function_id: 'e2e-d7::f', payload: {} }), 1)
+    await expectError(() => h.trigger({ function_id: 'e2e-d7::f', payload: { spin: true } }), 'code-runner::timeout')
+    assert.equal(await h.trigger({ function_id: 'e2e-d7::f', payload: {} }), 1)
+    await setConfig({ default_timeout_ms: 5000 })
+    await until(() => cr.logs().includes('default_timeout_ms 1000 → 5000'))
+    await teardown({ namespace: 'e2e-d7' })
+  })
+
+  test('D11: python iii.namespace', async () => {
+    await register({ function_id: 'e2e-ns::f', lang: 'python', source: 'def handler(p):\n    return iii.namespace' })
+    assert.equal(await h.trigger({ function_id: 'e2e-ns::f', payload: {} }), 'e2e-ns::')
+    assert.match((await run({ lang: 'python', code: 'result = iii.namespace' })).result, /^code-runner::[0-9a-f]{32}::$/)
+    await teardown({ namespace: 'e2e-ns' })
+  })
+
+  test('D12: one-shot python /work is private', async () => {
+    assert.equal((await run({ lang: 'python', code: 'open("/work/x", "w").write("1")\nresult = open("/work/x").read()' })).result, '1')
+    assert.equal((await run({ lang: 'python', code: 'import os\nresult = os.path.exists("/work/x")' })).result, false)
+  })
+
+  test('D13 (python): memory_mb 64 allocating 100 MiB → resource_exhausted', async () => {
+    await expectError(() => run({ lang: 'python', memory_mb: 64, code: 'b = bytearray(100 * 1024 * 1024)' }), 'code-runner::resource_exhausted')
+  })
+
+  test('D1: two long one-shot runs (node and python) fill max_runtimes 2', async () => {
+    await setConfig({ max_runtimes: 2 })
+    await until(() => cr.logs().includes('max_runtimes 8 → 2'))
+    const slow = [
+      run({ lang: 'node', code: 'const t = Date.now(); while (Date.now() - t < 2500) {} return 1', timeout_ms: 10000 }),
+      run({ lang: 'python', code: 'import time\ntime.sleep(2.5)\nresult = 1', timeout_ms: 10000 }),
+    ]
+    await new Promise((r) => setTimeout(r, 1000))
+    await expectError(() => run({ lang: 'node', code: 'return 1' }), 'code-runner::capacity')
+    const done = await Promise.all(slow)
+    assert.deepEqual(done.map((d) => d.result), [1, 1])
+    assert.equal((await run({ lang: 'python', code: 'result = 1' })).result, 1)
+    await setConfig({ max_runtimes: 8 })
+    await until(() => cr.logs().includes('max_runtimes 2 → 8'))
   })
 
   test('D6: node definition failures are invalid_request with the diagnostic', async () => {

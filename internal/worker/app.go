@@ -12,6 +12,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node"
+	"github.com/code-runner-go/code-runner/engines/python"
 	"github.com/code-runner-go/code-runner/hooks"
 )
 
@@ -25,6 +26,7 @@ type App struct {
 	Run        *core.RunService
 	Namespaces *core.Namespaces
 	Node       *node.Engine
+	Python     *python.Engine
 	Log        *slog.Logger
 	routes     map[string]*core.Pipeline
 
@@ -41,7 +43,9 @@ type AppOptions struct {
 	Bus       core.Bus       // guest registrations; nil keeps them in-process
 	NodeHost  []string       // isolate-host argv (default: this executable)
 	NodeEnv   []string
-	Log       *slog.Logger
+	// PythonCacheDir overrides the python compilation cache ("-" = memory only).
+	PythonCacheDir string
+	Log            *slog.Logger
 }
 
 // NewApp builds the App.
@@ -56,7 +60,8 @@ func NewApp(o AppOptions) (*App, error) {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
 	a.Node = ne
-	engines := map[core.Lang]core.Engine{core.LangNode: ne}
+	a.Python = python.New(python.Options{Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log, CacheDir: o.PythonCacheDir})
+	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run}
 	a.Router = core.NewRouter(o.Transport, o.Log)
@@ -88,7 +93,9 @@ func (a *App) Close() {
 			k.Runtime.Destroy()
 		}
 	}
+	a.Namespaces.DestroyAll()
 	a.Node.Close()
+	a.Python.Close()
 }
 
 // ErrLocalOnly is the refusal of local mode for non code-runner functions.

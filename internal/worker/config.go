@@ -32,6 +32,7 @@ func (a *App) installHooks() {
 	}})
 	a.ConfigChanged.Add(hooks.Stage[ConfigChange]{Name: "engines", Fn: func(ctx context.Context, c ConfigChange) (ConfigChange, error) {
 		a.Node.Reconfigure()
+		a.Python.Reconfigure()
 		return c, nil
 	}})
 	a.PreGenerate = hooks.NewPoint[*Turn](hooks.PreGenerate)

@@ -100,6 +100,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer app.Close()
 
+	pythonErr := app.Python.WaitReady(ctx) // serve node only when it failed
 	pub := &Publisher{Client: client, Router: app.Router, Log: log}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
 	client.RegisterTrigger(iii.Trigger{TriggerType: preGenerateHook, FunctionID: core.FnInjectGuidance, Config: json.RawMessage(`{"on_error":"fail_open"}`)})
@@ -119,7 +120,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	go app.Sweeper().Run(ctx)
 	live := app.Store.Load().Config
-	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", false, "config", label)
+	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", pythonErr == nil, "config", label)
 	if o.Ready != nil {
 		o.Ready(app)
 	}
