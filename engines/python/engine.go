@@ -63,7 +63,7 @@ type Engine struct {
 	pool     *pool
 	closed   bool
 	live     map[*interp]bool // every running interpreter
-	BootTime time.Duration // compile (or cache load) of the default runtime
+	BootTime time.Duration    // compile (or cache load) of the default runtime
 }
 
 // wasmRuntime is a wazero runtime with one memory cap and the module
