@@ -467,9 +467,13 @@ func TestPythonRegisterFunction(t *testing.T) {
 	}
 }
 
+// emptyModule is the smallest valid wasm module: it exercises the cache
+// without paying for a cold python.wasm compile.
+var emptyModule = []byte("\x00asm\x01\x00\x00\x00")
+
 func TestCompilationCacheIsUsed(t *testing.T) {
 	dir := t.TempDir()
-	e1 := New(Options{Log: quiet(), CacheDir: dir})
+	e1 := New(Options{Log: quiet(), CacheDir: dir, Wasm: emptyModule})
 	if err := e1.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +484,7 @@ func TestCompilationCacheIsUsed(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "file")
 	_ = os.WriteFile(bad, nil, 0o600)
-	e2 := New(Options{Log: quiet(), CacheDir: bad}) // a file where a directory must be: a warning, not a failure
+	e2 := New(Options{Log: quiet(), CacheDir: bad, Wasm: emptyModule}) // a file where a directory must be: a warning, not a failure
 	if err := e2.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}

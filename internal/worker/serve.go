@@ -26,6 +26,8 @@ type ServeOptions struct {
 	Env          func(string) (string, bool)
 	NodeHost     []string
 	NodeEnv      []string
+	// PythonCacheDir overrides the python compilation cache directory.
+	PythonCacheDir string
 	Log          *slog.Logger
 	// Ready, when set, is called once the worker serves.
 	Ready func(*App)
@@ -94,7 +96,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: Transport{Client: client}, Bus: Bus{Client: client},
-		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, Log: log})
+		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log})
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,7 @@ func startServe(t *testing.T, e *iiitest.Engine, o ServeOptions) *served {
 	}
 	o.NodeHost = []string{os.Args[0]}
 	o.NodeEnv = []string{"CODE_RUNNER_ISOLATE_HOST=1"}
+	o.PythonCacheDir = testCacheDir
 	o.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ready := make(chan *App, 1)
 	o.Ready = func(a *App) { ready <- a }
@@ -75,7 +76,7 @@ func startServe(t *testing.T, e *iiitest.Engine, o ServeOptions) *served {
 	case err := <-s.done:
 		cancel()
 		t.Fatalf("serve ended before ready: %v\n%s", err, logs.String())
-	case <-time.After(30 * time.Second):
+	case <-time.After(180 * time.Second): // a cold python.wasm compile under -race is slow
 		cancel()
 		t.Fatalf("serve never became ready\n%s", logs.String())
 	}
@@ -109,6 +110,10 @@ func (s *served) waitLog(t *testing.T, want string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// testCacheDir is the python compilation cache shared with the python
+// engine's tests, so python.wasm compiles once per machine.
+var testCacheDir = filepath.Join(os.TempDir(), "code-runner-test-cache")
 
 func newTestEngine(t *testing.T) *iiitest.Engine {
 	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
@@ -216,7 +221,7 @@ func TestEngineModeFailsWithoutConfigurationWorkerAndFallbackUsesFile(t *testing
 	e := newTestEngine(t)
 	e.Config.SetAvailable(false)
 	err := Serve(ctxT(t), ServeOptions{URL: e.URL(), WorkerName: "code-runner", ConfigSource: "engine", Env: envFrom(nil), Log: quiet(),
-		NodeHost: []string{os.Args[0]}, NodeEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"}})
+		NodeHost: []string{os.Args[0]}, NodeEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"}, PythonCacheDir: testCacheDir})
 	if err == nil || !strings.Contains(err.Error(), "configuration worker unavailable") {
 		t.Fatalf("%v", err)
 	}
