@@ -28,7 +28,7 @@ type ServeOptions struct {
 	NodeEnv      []string
 	// PythonCacheDir overrides the python compilation cache directory.
 	PythonCacheDir string
-	Log          *slog.Logger
+	Log            *slog.Logger
 	// Ready, when set, is called once the worker serves.
 	Ready func(*App)
 }
