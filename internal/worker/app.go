@@ -14,6 +14,7 @@ import (
 	"github.com/code-runner-go/code-runner/engines/node"
 	"github.com/code-runner-go/code-runner/engines/python"
 	"github.com/code-runner-go/code-runner/hooks"
+	"github.com/code-runner-go/code-runner/ui"
 )
 
 // App is code-runner assembled: configuration store, runtime registry,
@@ -29,6 +30,9 @@ type App struct {
 	Python     *python.Engine
 	Log        *slog.Logger
 	routes     map[string]*core.Pipeline
+
+	// UI serves the console assets.
+	UI *ui.Store
 
 	// ConfigChanged and PreGenerate are the app's hook points.
 	ConfigChanged *hooks.Point[ConfigChange]
@@ -71,6 +75,8 @@ func NewApp(o AppOptions) (*App, error) {
 	a.install(core.FnRegisterFunction, core.DecodeRegisterCall, a.Namespaces.Register, core.RedactUnheld, core.BridgePolicy)
 	a.installHooks()
 	a.install(core.FnInjectGuidance, nil, a.injectGuidance)
+	a.UI = ui.NewStore()
+	a.install(core.FnUIContent, nil, a.uiContent)
 	_ = snap
 	return a, nil
 }
@@ -134,4 +140,20 @@ func (t *LocalTransport) Invoke(ctx context.Context, inv core.Invocation) (json.
 		return nil, nil
 	}
 	return json.Marshal(res)
+}
+
+// uiContent serves code-runner::ui-content: {"path"} → {content, content_type};
+// an unknown path is the UNKNOWN_UI_ASSET error.
+func (a *App) uiContent(ctx context.Context, call *core.Call) (any, error) {
+	var req struct {
+		Path *string `json:"path"`
+	}
+	if err := json.Unmarshal(call.Payload, &req); err != nil || req.Path == nil {
+		return nil, core.Errorf(core.CodeInvalidRequest, "invalid request: `path` is required")
+	}
+	c, err := a.UI.Get(*req.Path)
+	if err != nil {
+		return nil, &core.Error{Code: "UNKNOWN_UI_ASSET", Text: strings.TrimPrefix(err.Error(), "UNKNOWN_UI_ASSET: ")}
+	}
+	return c, nil
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/ui"
 )
 
 // ServeOptions configure Serve.
@@ -105,6 +107,20 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	pythonErr := app.Python.WaitReady(ctx) // serve node only when it failed
 	pub := &Publisher{Client: client, Router: app.Router, Log: log}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
+	// The console UI: the content function, then one trigger per asset over
+	// this connection (never engine::register_trigger).
+	pub.Publish(core.FnUIContent)
+	assets := &assetTriggers{client: client, ids: map[string]string{}}
+	for _, a := range ui.Assets {
+		assets.bind(a)
+	}
+	if dir, on := ui.WatchDir(envOr(o.Env, "III_CODE_RUNNER_UI_WATCH")); on {
+		go func() {
+			if err := ui.Watch(ctx, dir, app.UI, assets.rebind, log); err != nil {
+				log.Warn("console UI hot reload is off", "dir", dir, "err", err)
+			}
+		}()
+	}
 	client.RegisterTrigger(iii.Trigger{TriggerType: preGenerateHook, FunctionID: core.FnInjectGuidance, Config: json.RawMessage(`{"on_error":"fail_open"}`)})
 
 	var watchErr chan error
@@ -139,6 +155,41 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		<-ctx.Done()
 		return nil
 	}
+}
+
+// assetTriggers keeps one console trigger per asset path.
+type assetTriggers struct {
+	client *iii.Client
+	mu     sync.Mutex
+	ids    map[string]string
+}
+
+func (t *assetTriggers) bind(a ui.Asset) {
+	cfg, _ := json.Marshal(map[string]string{"path": a.Path})
+	id := t.client.RegisterTrigger(iii.Trigger{TriggerType: a.TriggerType, FunctionID: core.FnUIContent, Config: cfg})
+	t.mu.Lock()
+	t.ids[a.Path] = id
+	t.mu.Unlock()
+}
+
+// rebind registers a fresh trigger for the asset, then unregisters the
+// previous one.
+func (t *assetTriggers) rebind(a ui.Asset) {
+	t.mu.Lock()
+	old := t.ids[a.Path]
+	t.mu.Unlock()
+	t.bind(a)
+	if old != "" {
+		t.client.UnregisterTrigger(old)
+	}
+}
+
+func envOr(env func(string) (string, bool), key string) string {
+	if env == nil {
+		return ""
+	}
+	v, _ := env(key)
+	return v
 }
 
 // loadSeed reads the --config seed; a parse or schema error is a WARN and

@@ -17,6 +17,7 @@ import (
 	"github.com/code-runner-go/code-runner/guidance"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/ui"
 )
 
 // syncBuffer is a goroutine-safe log sink.
@@ -407,7 +408,7 @@ func TestGuidanceHookBindingAndMutation(t *testing.T) {
 			order = append(order, r.Frame.ID)
 		}
 	}
-	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::on-config-change" {
+	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change" {
 		t.Fatalf("%v", order)
 	}
 }
@@ -466,4 +467,49 @@ func TestFileModeEndToEnd(t *testing.T) {
 		t.Fatalf("recreated file never applied\n%s", s.logs.String())
 	}
 	s.waitLog(t, "max_result_bytes 2000 → 3000 (next call)")
+}
+
+func TestConsoleFetchesAssetsThroughTheContentFunction(t *testing.T) {
+	e := newTestEngine(t)
+	startServe(t, e, ServeOptions{})
+	ctx := ctxT(t)
+	for _, a := range ui.Assets {
+		if err := e.WaitUntil(ctx, func() bool { _, ok := e.Console.Asset(a.Path); return ok }); err != nil {
+			t.Fatalf("%s never fetched", a.Path)
+		}
+		got, _ := e.Console.Asset(a.Path)
+		if got.Content != string(ui.Embedded(a.File)) || got.ContentType != a.ContentType || got.FunctionID != "code-runner::ui-content" {
+			t.Fatalf("%s: %q %q (%d bytes)", a.Path, got.FunctionID, got.ContentType, len(got.Content))
+		}
+	}
+	for _, tt := range []string{"console:script", "console:style"} {
+		b := e.Bindings(tt)
+		if len(b) != 1 || !strings.HasPrefix(string(b[0].Config), `{"path":"code-runner/`) {
+			t.Fatalf("%s bindings %+v", tt, b)
+		}
+	}
+	_, eb, _ := e.Invoke(ctx, "code-runner::ui-content", map[string]string{"path": "code-runner/nope.js"}, nil)
+	if eb == nil || eb.Code != "UNKNOWN_UI_ASSET" || eb.Message != "UNKNOWN_UI_ASSET: 'code-runner/nope.js' is not one of this worker's ui assets (expected one of: code-runner/page.js, code-runner/styles.css)" {
+		t.Fatalf("%+v", eb)
+	}
+}
+
+func TestUIHotReloadRegistersFreshTriggerThenDropsOld(t *testing.T) {
+	e := newTestEngine(t)
+	dir := t.TempDir()
+	for _, a := range ui.Assets {
+		_ = os.WriteFile(filepath.Join(dir, a.File), ui.Embedded(a.File), 0o644)
+	}
+	startServe(t, e, ServeOptions{Env: envFrom(map[string]string{"III_CODE_RUNNER_UI_WATCH": filepath.Join(dir, "page.js")})})
+	ctx := ctxT(t)
+	_ = e.WaitUntil(ctx, func() bool { _, ok := e.Console.Asset("code-runner/page.js"); return ok })
+	before := e.Bindings("console:script")[0].ID
+	v2 := "export default function setup(host) { /* v2 */ }\n"
+	_ = os.WriteFile(filepath.Join(dir, "page.js"), []byte(v2), 0o644)
+	if err := e.WaitUntil(ctx, func() bool { a, _ := e.Console.Asset("code-runner/page.js"); return a.Content == v2 }); err != nil {
+		t.Fatal("the console never fetched the new bytes")
+	}
+	if err := e.WaitUntil(ctx, func() bool { b := e.Bindings("console:script"); return len(b) == 1 && b[0].ID != before }); err != nil {
+		t.Fatalf("old trigger not replaced: %+v", e.Bindings("console:script"))
+	}
 }
