@@ -130,8 +130,8 @@ func (e *Engine) HostPIDs() []int {
 // Reconfigure makes the pool follow the live configuration (size, heap cap).
 func (e *Engine) Reconfigure() { e.pool.kick() }
 
-func (e *Engine) spawn(ctx context.Context, heapMB int64) (*hostProc, error) {
-	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, e.log)
+func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
+	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log)
 	if err != nil {
 		return nil, err
 	}
@@ -170,20 +170,21 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		cfg = e.opts.Live()
 	}
 	heap := clampHeap(ro.MemoryMB, cfg)
+	filesOn := cfg.ScratchMB > 0
 	var p *hostProc
 	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
-		p = e.pool.take(heap)
+		p = e.pool.take(heap, filesOn)
 	}
 	if p == nil {
 		var err error
-		if p, err = e.spawn(ctx, heap); err != nil {
+		if p, err = e.spawn(ctx, heap, filesOn); err != nil {
 			return nil, core.AsError(err, core.FnRun)
 		}
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
 		alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}}
 	var files *filesConf
-	if cfg.ScratchMB > 0 {
+	if filesOn {
 		dir, err := os.MkdirTemp(cfg.ScratchRootOrEmpty(), "iii-node-scratch-")
 		if err != nil && cfg.ScratchRootOrEmpty() != "" {
 			if mkErr := os.MkdirAll(cfg.ScratchRootOrEmpty(), 0o700); mkErr == nil {
@@ -409,11 +410,14 @@ func (r *runtime) Destroy() []string {
 		}
 		r.e.opts.Registry.ReleaseFunction(id, r.owner)
 	}
-	_ = r.p.send(&msg{T: "exit"})
-	r.p.kill("destroy")
-	if r.scratchDir != "" {
-		_ = os.RemoveAll(r.scratchDir)
-	}
+	// The process and its directory go in the background: nothing can reach
+	// them any more, and the caller's response need not wait.
+	go func() {
+		r.p.kill("destroy")
+		if r.scratchDir != "" {
+			_ = os.RemoveAll(r.scratchDir)
+		}
+	}()
 	return fns
 }
 

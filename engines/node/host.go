@@ -186,7 +186,7 @@ func (h *host) die(status string, culprit int64) {
 func (h *host) handle(m *msg) (int, bool) {
 	switch m.T {
 	case "init":
-		if err := h.init(m.HeapMB); err != nil {
+		if err := h.init(m.HeapMB, m.FilesOn); err != nil {
 			h.send(&msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
@@ -256,18 +256,12 @@ func (h *host) startTask(m *msg, kind string) {
 	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(time.Duration(m.BudgetMS) * time.Millisecond)}
 }
 
-func (h *host) init(heapMB int64) error {
+// init builds the isolate, its context and the prelude — everything a
+// pooled host can do before it is handed to a runtime.
+func (h *host) init(heapMB int64, filesOn bool) error {
 	h.heapLimit = uint64(heapMB) << 20
 	h.iso = v8.NewIsolate(v8.WithResourceConstraints(0, h.heapLimit))
 	h.ctx = v8.NewContext(h.iso)
-	return nil
-}
-
-func (h *host) bind(namespace string, fc *filesConf) error {
-	h.namespace = namespace
-	if fc != nil {
-		h.files = &scratch{dir: fc.Dir, maxBytes: fc.MaxBytes, maxFiles: fc.MaxFiles}
-	}
 	native := v8.NewFunctionTemplate(h.iso, h.native)
 	factory, err := h.ctx.RunScript(preludeSource, "prelude.js")
 	if err != nil {
@@ -277,11 +271,30 @@ func (h *host) bind(namespace string, fc *filesConf) error {
 	if err != nil {
 		return fmt.Errorf("prelude is not a function: %w", err)
 	}
-	api, err := fn.Call(v8.Undefined(h.iso), native.GetFunction(h.ctx), h.str(namespace), h.str(hint), h.boolean(fc != nil))
+	api, err := fn.Call(v8.Undefined(h.iso), native.GetFunction(h.ctx), h.str(""), h.str(hint), h.boolean(filesOn))
 	if err != nil {
 		return fmt.Errorf("prelude: %w", err)
 	}
-	h.api, err = api.AsObject()
+	if h.api, err = api.AsObject(); err != nil {
+		return err
+	}
+	// Warm the paths every run takes (script compile, track, takeDone) so the
+	// first tenant run does not pay for their lazy compilation.
+	if v, err := h.ctx.RunScript("(async () => {\n})()", "warmup.js"); err == nil {
+		_, _ = h.api.MethodCall("track", h.num(0), v)
+		_, _ = h.api.MethodCall("takeDone")
+	}
+	return nil
+}
+
+// bind gives a booted host its runtime: the namespace and the scratch
+// directory, both chosen at hand-out.
+func (h *host) bind(namespace string, fc *filesConf) error {
+	h.namespace = namespace
+	if fc != nil {
+		h.files = &scratch{dir: fc.Dir, maxBytes: fc.MaxBytes, maxFiles: fc.MaxFiles}
+	}
+	_, err := h.api.MethodCall("bind", h.str(namespace))
 	return err
 }
 

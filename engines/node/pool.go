@@ -34,8 +34,8 @@ func (p *pool) kick() {
 	}
 }
 
-// take returns a ready host with heap cap heapMB, or nil.
-func (p *pool) take(heapMB int64) *hostProc {
+// take returns a ready host with heap cap heapMB and iii.files as asked, or nil.
+func (p *pool) take(heapMB int64, filesOn bool) *hostProc {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.kick()
@@ -45,7 +45,7 @@ func (p *pool) take(heapMB int64) *hostProc {
 		if h.dead() {
 			continue
 		}
-		if h.heapMB != heapMB {
+		if h.heapMB != heapMB || h.filesOn != filesOn {
 			h.kill("destroy")
 			continue
 		}
@@ -97,7 +97,7 @@ func (p *pool) fill() {
 			// Drop hosts built for another heap cap, and extras.
 			kept := p.ready[:0]
 			for _, h := range p.ready {
-				if h.dead() || h.heapMB != cfg.HeapMB || len(kept) >= want {
+				if h.dead() || h.heapMB != cfg.HeapMB || h.filesOn != (cfg.ScratchMB > 0) || len(kept) >= want {
 					h.kill("destroy")
 					continue
 				}
@@ -111,7 +111,7 @@ func (p *pool) fill() {
 				break
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			h, err := p.e.spawn(ctx, cfg.HeapMB)
+			h, err := p.e.spawn(ctx, cfg.HeapMB, cfg.ScratchMB > 0)
 			cancel()
 			if err != nil {
 				p.e.log.Warn("warm pool: isolate host failed to boot; retrying", "err", err, "backoff", backoff)

@@ -4,8 +4,9 @@
 // WebAssembly, and returns the host API — an object only the Go side holds.
 // Everything tenant code could tamper with later (JSON, Promise, Error, …)
 // is captured here first.
-(function (native, namespace, hint, filesEnabled) {
+(function (native, initialNamespace, hint, filesEnabled) {
   'use strict';
+  let namespace = initialNamespace;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const freeze = Object.freeze;
@@ -250,7 +251,7 @@
 
   const iii = {};
   if (files) iii.files = files;
-  iii.namespace = namespace;
+  defineProperty(iii, 'namespace', { get: () => namespace, enumerable: true });
   iii.registerFunction = registerFunction;
   iii.registerTrigger = registerTrigger;
   iii.registerTriggerType = registerTriggerType;
@@ -266,6 +267,9 @@
 
   // --- the host API (held by Go only) ---
   return freeze({
+    bind(ns) {
+      namespace = ns;
+    },
     track,
     takeDone() {
       const out = stringify(done);

@@ -22,6 +22,7 @@ type msg struct {
 
 	// init
 	HeapMB    int64      `json:"heap_mb,omitempty"`
+	FilesOn   bool       `json:"files_on,omitempty"`
 	Namespace string     `json:"namespace,omitempty"`
 	Files     *filesConf `json:"files,omitempty"`
 

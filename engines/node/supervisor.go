@@ -17,8 +17,9 @@ import (
 // hostProc is one supervised isolate-host process.
 type hostProc struct {
 	cmd    *exec.Cmd
-	pid    int
-	heapMB int64
+	pid     int
+	heapMB  int64
+	filesOn bool // the prelude was built with iii.files
 	log    *slog.Logger
 
 	wmu sync.Mutex
@@ -60,7 +61,7 @@ func (t *tailBuffer) String() string {
 }
 
 // spawnHost starts a host process and waits until its isolate exists.
-func spawnHost(ctx context.Context, argv, env []string, heapMB int64, log *slog.Logger) (*hostProc, error) {
+func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bool, log *slog.Logger) (*hostProc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env // minimal: nothing of the worker's environment
 	cmd.SysProcAttr = hostSysProcAttr()
@@ -72,7 +73,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	p := &hostProc{cmd: cmd, heapMB: heapMB, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{})}
+	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{})}
 	cmd.Stderr = &p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start isolate host: %w", err)
@@ -80,7 +81,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, log *slog.
 	p.pid = cmd.Process.Pid
 	ready := make(chan *msg, 1)
 	go p.readLoop(newFrameReader(stdout), ready)
-	if err := p.send(&msg{T: "init", HeapMB: heapMB}); err != nil {
+	if err := p.send(&msg{T: "init", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
 		p.kill("destroy")
 		return nil, err
 	}

@@ -1,0 +1,93 @@
+package node
+
+import (
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/internal/benchutil"
+)
+
+func benchRun(b *testing.B, r *rig, req map[string]any) {
+	if _, err := r.run(b, req); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkNodeOneShot: one-shot `return 2+2` with a warm pool and
+// without, beside `node -e 'console.log(2+2)'` spawned per run.
+func BenchmarkNodeOneShot(b *testing.B) {
+	n := b.N
+	if n < 20 {
+		n = 20
+	}
+	warm := newRig(b, func(c *configsvc.Config) { c.WarmPoolNode = 4 }, nil, nil)
+	time.Sleep(2 * time.Second) // let the pool fill
+	pooled := benchutil.TimeEach(n, func() { benchRun(b, warm, node("return 2+2")) },
+		func() { time.Sleep(50 * time.Millisecond) }) // the pool refills in the background between requests
+	cold := newRig(b, nil, nil, nil)
+	fresh := benchutil.Time(n, func() { benchRun(b, cold, node("return 2+2")) })
+	var base benchutil.Samples
+	if _, err := exec.LookPath("node"); err == nil {
+		base = benchutil.Time(n, func() { benchutil.Spawn(b, "node", "-e", "console.log(2+2)") })
+	}
+	pooled.Report(b, "warm-pool")
+	fresh.Report(b, "no-pool")
+	base.Report(b, "node-e")
+	benchutil.Ratio(b, "x-faster-than-node-e", pooled, base)
+}
+
+// BenchmarkNodeKeptRun: a run in an existing kept runtime.
+func BenchmarkNodeKeptRun(b *testing.B) {
+	r := newRig(b, nil, nil, nil)
+	res, err := r.run(b, map[string]any{"lang": "node", "keep": true, "code": "globalThis.n = 0; return 1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := map[string]any{"runtime_id": res.RuntimeID, "code": "return ++n"}
+	s := benchutil.Time(b.N+10, func() { benchRun(b, r, req) })
+	s.Report(b, "kept-run")
+}
+
+// BenchmarkNodeThroughput: one-shot runs per second with both cores busy.
+func BenchmarkNodeThroughput(b *testing.B) {
+	r := newRig(b, func(c *configsvc.Config) { c.WarmPoolNode = 8 }, nil, nil)
+	time.Sleep(2 * time.Second)
+	var done atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(start) < 3*time.Second {
+				if _, err := r.run(b, node("return 2+2")); err == nil {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(done.Load())/time.Since(start).Seconds(), "runs/s")
+}
+
+// BenchmarkNodeIdleKeptRSS: resident memory of one idle kept runtime,
+// counting its isolate-host process.
+func BenchmarkNodeIdleKeptRSS(b *testing.B) {
+	r := newRig(b, nil, nil, nil)
+	const n = 10
+	for i := 0; i < n; i++ {
+		if _, err := r.run(b, map[string]any{"lang": "node", "keep": true, "code": "return 1"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	var total int64
+	for _, pid := range r.eng.HostPIDs() {
+		total += benchutil.RSSKB(pid)
+	}
+	b.ReportMetric(float64(total)/n/1024, "MiB/kept-runtime")
+}

@@ -1,0 +1,107 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/internal/benchutil"
+)
+
+func benchRun(b *testing.B, r *rig, req map[string]any) resp {
+	res, err := r.run(b, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+func py(code string) map[string]any { return map[string]any{"lang": "python", "code": code} }
+
+// BenchmarkPythonOneShot: one-shot `result = 2+2` with a warm pool and
+// without, beside `python3 -c` spawned per run.
+func BenchmarkPythonOneShot(b *testing.B) {
+	n := max(b.N, 10)
+	warm := newRig(b, func(c *configsvc.Config) { c.WarmPoolPython = 2 })
+	_ = warm.eng.WaitReady(context.Background())
+	time.Sleep(3 * time.Second)
+	pooled := benchutil.TimeEach(n, func() { benchRun(b, warm, py("result = 2+2")) },
+		func() { time.Sleep(600 * time.Millisecond) }) // a parked interpreter boots in the background in ~0.4 s
+	cold := newRig(b, nil)
+	_ = cold.eng.WaitReady(context.Background())
+	fresh := benchutil.Time(n, func() { benchRun(b, cold, py("result = 2+2")) })
+	base := benchutil.Time(n, func() { benchutil.Spawn(b, "python3", "-c", "print(2+2)") })
+	pooled.Report(b, "warm-pool")
+	fresh.Report(b, "no-pool")
+	base.Report(b, "python3-c")
+	benchutil.Ratio(b, "x-faster-than-python3-c", pooled, base)
+}
+
+// BenchmarkPythonKeptTurn: a turn in an existing kept runtime, and a guest
+// iii.trigger round trip measured inside one turn.
+func BenchmarkPythonKeptTurn(b *testing.B) {
+	r := newRig(b, nil)
+	k := benchRun(b, r, map[string]any{"lang": "python", "keep": true, "code": "n = 0"})
+	turns := benchutil.Time(max(b.N, 20), func() { benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": "n += 1\nresult = n"}) })
+	turns.Report(b, "kept-turn")
+	res := benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": "import time\nt = time.perf_counter()\nfor i in range(200): iii.trigger({'function_id': 'test::echo', 'payload': i})\nresult = (time.perf_counter() - t) / 200 * 1000"})
+	var perCall float64
+	_ = jsonUnmarshal(res.Result, &perCall)
+	b.ReportMetric(perCall, "trigger-roundtrip-ms")
+}
+
+// BenchmarkPythonBoot: engine boot to ready with a warm compilation cache,
+// and cold (a fresh cache directory).
+func BenchmarkPythonBoot(b *testing.B) {
+	warm := New(Options{Log: quiet(), CacheDir: testCacheDir})
+	_ = warm.WaitReady(context.Background())
+	warm.Close()
+	t := time.Now()
+	e := New(Options{Log: quiet(), CacheDir: testCacheDir})
+	_ = e.WaitReady(context.Background())
+	b.ReportMetric(float64(time.Since(t).Milliseconds()), "boot-warm-cache-ms")
+	e.Close()
+	t = time.Now()
+	e = New(Options{Log: quiet(), CacheDir: b.TempDir()})
+	_ = e.WaitReady(context.Background())
+	b.ReportMetric(float64(time.Since(t).Milliseconds()), "boot-cold-ms")
+	e.Close()
+}
+
+// BenchmarkPythonParkedRSS: resident memory per parked interpreter.
+func BenchmarkPythonParkedRSS(b *testing.B) {
+	r := newRig(b, nil)
+	_ = r.eng.WaitReady(context.Background())
+	before := benchutil.RSSKB(os.Getpid())
+	const n = 6
+	var kept []string
+	for i := 0; i < n; i++ {
+		kept = append(kept, benchRun(b, r, map[string]any{"lang": "python", "keep": true, "code": "x = 1"}).RuntimeID)
+	}
+	after := benchutil.RSSKB(os.Getpid())
+	b.ReportMetric(float64(after-before)/n/1024, "MiB/parked-interpreter")
+	_ = kept
+}
+
+// BenchmarkPythonCompute: sum(i*i for i in range(10**6)) in a kept runtime
+// beside python3 -c.
+func BenchmarkPythonCompute(b *testing.B) {
+	r := newRig(b, nil)
+	k := benchRun(b, r, map[string]any{"lang": "python", "keep": true, "code": "x = 1"})
+	code := "result = sum(i*i for i in range(10**6))"
+	ours := benchutil.Time(max(b.N, 5), func() { benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": code, "timeout_ms": 30000}) })
+	base := benchutil.Time(max(b.N, 5), func() {
+		if out, err := exec.Command("python3", "-c", "print(sum(i*i for i in range(10**6)))").CombinedOutput(); err != nil {
+			b.Fatalf("%v %s", err, out)
+		}
+	})
+	ours.Report(b, "wasm-turn")
+	base.Report(b, "python3-c")
+	benchutil.Ratio(b, "x-faster-than-python3-c", ours, base)
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
