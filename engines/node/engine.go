@@ -386,6 +386,7 @@ func (r *runtime) Destroy() []string {
 		r.mu.Unlock()
 		return nil
 	}
+	wasAlive := r.alive
 	r.destroyed = true
 	r.alive = false
 	fns := keys(r.fns)
@@ -411,12 +412,19 @@ func (r *runtime) Destroy() []string {
 		r.e.opts.Registry.ReleaseFunction(id, r.owner)
 	}
 	// The process and its directory go in the background: nothing can reach
-	// them any more, and the caller's response need not wait.
+	// them any more, and the caller's response need not wait. A host whose
+	// isolate ended healthy is recycled — a brand-new isolate in the same
+	// process — instead of paying for a new process.
+	healthy := wasAlive && !r.p.dead()
 	go func() {
-		r.p.kill("destroy")
 		if r.scratchDir != "" {
 			_ = os.RemoveAll(r.scratchDir)
 		}
+		if healthy && !r.e.closed.Load() {
+			r.e.pool.give(r.p)
+			return
+		}
+		r.p.kill("destroy")
 	}()
 	return fns
 }

@@ -239,6 +239,22 @@ func (h *host) handle(m *msg) (int, bool) {
 			_, err := h.api.MethodCall("settle", h.num(m.Call), h.boolean(m.OK), h.str(text))
 			return err
 		}, 0)
+	case "reset":
+		// Recycle this process for another runtime: a brand-new isolate,
+		// nothing of the previous runtime's state kept.
+		h.ctx.Close()
+		h.iso.Dispose()
+		h.api, h.files, h.namespace = nil, nil, ""
+		h.tasks = map[int64]*hostTask{}
+		h.runTask, h.inflight, h.detached = 0, 0, 0
+		h.stdout.Reset()
+		h.stderr.Reset()
+		h.lines, h.bytes, h.truncated = 0, 0, false
+		if err := h.init(m.HeapMB, m.FilesOn); err != nil {
+			h.send(&msg{T: "fatal", Error: err.Error()})
+			return 4, true
+		}
+		h.send(&msg{T: "ready", RSSKB: selfRSSKB()})
 	case "exit":
 		return 0, true
 	}

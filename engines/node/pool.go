@@ -54,6 +54,26 @@ func (p *pool) take(heapMB int64, filesOn bool) *hostProc {
 	return nil
 }
 
+// give takes back a host whose runtime ended cleanly: it is reset to a fresh
+// isolate in the background and parked if the pool has room.
+func (p *pool) give(h *hostProc) {
+	cfg := p.e.opts.Live()
+	p.mu.Lock()
+	room := !p.closed && len(p.ready) < int(cfg.WarmPoolNode)
+	p.mu.Unlock()
+	if !room || !h.recycle(cfg.HeapMB, cfg.ScratchMB > 0) {
+		h.kill("destroy")
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.ready) >= int(p.e.opts.Live().WarmPoolNode) {
+		h.kill("destroy")
+		return
+	}
+	p.ready = append(p.ready, h)
+}
+
 // Size returns how many hosts are parked.
 func (p *pool) size() int {
 	p.mu.Lock()

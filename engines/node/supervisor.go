@@ -16,11 +16,11 @@ import (
 
 // hostProc is one supervised isolate-host process.
 type hostProc struct {
-	cmd    *exec.Cmd
+	cmd     *exec.Cmd
 	pid     int
 	heapMB  int64
 	filesOn bool // the prelude was built with iii.files
-	log    *slog.Logger
+	log     *slog.Logger
 
 	wmu sync.Mutex
 	w   *frameWriter
@@ -35,6 +35,7 @@ type hostProc struct {
 
 	baselineKB int64
 	exited     chan struct{}
+	readyAgain chan struct{} // a reset finished
 	stderr     tailBuffer
 }
 
@@ -73,7 +74,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	if err != nil {
 		return nil, err
 	}
-	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{})}
+	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
 	cmd.Stderr = &p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start isolate host: %w", err)
@@ -120,6 +121,11 @@ func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 			if !booted {
 				booted = true
 				ready <- m
+			} else {
+				select {
+				case p.readyAgain <- struct{}{}:
+				default:
+				}
 			}
 		case "fatal":
 			p.log.Error("isolate host failed", "err", m.Error)
@@ -235,3 +241,24 @@ func (p *hostProc) start(m *msg) (chan *msg, error) {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// recycle resets the host for another runtime — a new isolate with heapMB
+// and iii.files as given — and reports whether it came back in time.
+func (p *hostProc) recycle(heapMB int64, filesOn bool) bool {
+	p.mu.Lock()
+	p.onCall, p.onLog, p.onExit = nil, nil, nil
+	p.mu.Unlock()
+	if err := p.send(&msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
+		return false
+	}
+	select {
+	case <-p.readyAgain:
+		p.heapMB, p.filesOn = heapMB, filesOn
+		p.baselineKB = rssKB(p.pid)
+		return true
+	case <-p.exited:
+		return false
+	case <-time.After(10 * time.Second):
+		return false
+	}
+}
