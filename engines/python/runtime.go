@@ -473,9 +473,13 @@ func (r *pyRuntime) Destroy() []string {
 		}
 		r.e.opts.Registry.ReleaseFunction(id, r.owner)
 	}
-	if ip != nil {
-		ip.dispose()
-	}
-	_ = os.RemoveAll(r.workDir)
+	// The interpreter and /work go in the background: nothing can reach them
+	// any more, and the caller's response need not wait.
+	go func() {
+		if ip != nil {
+			ip.dispose()
+		}
+		_ = os.RemoveAll(r.workDir)
+	}()
 	return ids
 }
