@@ -86,9 +86,10 @@ e2e: build
 	$(GO) build -o bin/iiitest-engine ./iii/iiitest/cmd/iiitest-engine
 	cd e2e && OTEL_ENABLED=false npm test
 
-## bench: benchmarks (speed only; tests never assert timings).
+## bench: benchmarks (speed only; tests never assert timings), each beside a
+## baseline measured in the same run (node -e, python3 -c, a raw WebSocket).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/
 
 clean:
 	rm -rf bin deps/node_modules e2e/node_modules ui/node_modules ui/browser/out $(WASM_DST)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -90,4 +91,31 @@ func BenchmarkNodeIdleKeptRSS(b *testing.B) {
 		total += benchutil.RSSKB(pid)
 	}
 	b.ReportMetric(float64(total)/n/1024, "MiB/kept-runtime")
+}
+
+// BenchmarkNodeExternalCapSlack measures how far off-heap allocation gets
+// past external_mb before the resident-memory watchdog kills the host: the
+// guest allocates 4 MiB ArrayBuffers and reports each step over the bridge.
+func BenchmarkNodeExternalCapSlack(b *testing.B) {
+	r, lb := newLoopRig(b, func(c *configsvc.Config) { c.HeapMB = 64; c.ExternalMB = 64 })
+	_, err := r.run(b, map[string]any{"lang": "node", "timeout_ms": 20000, "code": `
+		const keep = [];
+		for (let i = 1; ; i++) {
+			keep.push(new Uint8Array(4 * 1048576).fill(1));
+			await iii.trigger({ function_id: "test::echo", payload: { mib: i * 4 } });
+		}`})
+	if err == nil || err.Code != "code-runner::resource_exhausted" {
+		b.Fatalf("expected the memory kill, got %v", err)
+	}
+	last := 0.0
+	for _, c := range lb.seen() {
+		var p struct {
+			MiB float64 `json:"mib"`
+		}
+		if json.Unmarshal(c.Data, &p) == nil && p.MiB > last {
+			last = p.MiB
+		}
+	}
+	b.ReportMetric(last, "MiB-allocated-before-kill")
+	b.ReportMetric(last-64, "MiB-past-external_mb")
 }

@@ -50,7 +50,7 @@ func envFrom(m map[string]string) func(string) (string, bool) {
 }
 
 // startServe runs Serve in-process against e and waits until it is ready.
-func startServe(t *testing.T, e *iiitest.Engine, o ServeOptions) *served {
+func startServe(t testing.TB, e *iiitest.Engine, o ServeOptions) *served {
 	t.Helper()
 	logs := &syncBuffer{}
 	o.URL = e.URL()
@@ -125,7 +125,7 @@ func newTestEngine(t *testing.T) *iiitest.Engine {
 	return e
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
