@@ -23,6 +23,7 @@ import (
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
 
 // HostArg is the hidden first argument that starts the binary as an
@@ -52,7 +53,7 @@ type Engine struct {
 	opts Options
 	log  *slog.Logger
 
-	pool     *pool
+	pool     *warmpool.Pool[*hostProc]
 	closed   atomic.Bool
 	hostsMu  sync.Mutex
 	hosts    map[*hostProc]bool
@@ -97,7 +98,7 @@ func (e *Engine) Available() error {
 // Close kills every host (pooled and live) and stops refilling the pool.
 func (e *Engine) Close() {
 	e.closed.Store(true)
-	e.pool.close()
+	e.pool.Close()
 	e.hostsMu.Lock()
 	hosts := make([]*hostProc, 0, len(e.hosts))
 	for h := range e.hosts {
@@ -128,7 +129,7 @@ func (e *Engine) HostPIDs() []int {
 }
 
 // Reconfigure makes the pool follow the live configuration (size, heap cap).
-func (e *Engine) Reconfigure() { e.pool.kick() }
+func (e *Engine) Reconfigure() { e.pool.Kick() }
 
 func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
 	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log)
@@ -173,7 +174,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	filesOn := cfg.ScratchMB > 0
 	var p *hostProc
 	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
-		p = e.pool.take(heap, filesOn)
+		p = e.take(heap, filesOn)
 	}
 	if p == nil {
 		var err error
@@ -421,7 +422,7 @@ func (r *runtime) Destroy() []string {
 			_ = os.RemoveAll(r.scratchDir)
 		}
 		if healthy && !r.e.closed.Load() {
-			r.e.pool.give(r.p)
+			r.e.give(r.p)
 			return
 		}
 		r.p.kill("destroy")

@@ -24,6 +24,7 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
+	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
 
 // Fixed limits (contract §5.7).
@@ -60,7 +61,7 @@ type Engine struct {
 	mu       sync.Mutex
 	runtimes map[int64]*wasmRuntime
 	gate     chan struct{}
-	pool     *pool
+	pool     *warmpool.Pool[*interp]
 	closed   bool
 	live     map[*interp]bool // every running interpreter
 	BootTime time.Duration    // compile (or cache load) of the default runtime
@@ -203,7 +204,7 @@ func (e *Engine) Available() error {
 // Reconfigure makes the pool follow the live size.
 func (e *Engine) Reconfigure() {
 	if e.pool != nil {
-		e.pool.kick()
+		e.pool.Kick()
 	}
 }
 
@@ -216,7 +217,7 @@ func (e *Engine) Close() {
 	e.runtimes = map[int64]*wasmRuntime{}
 	e.mu.Unlock()
 	if e.pool != nil {
-		e.pool.close()
+		e.pool.Close()
 	}
 	// Stop every interpreter before its runtime closes under it.
 	e.mu.Lock()
@@ -287,7 +288,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	mem := clampMem(ro.MemoryMB)
 	var ip *interp
 	if mem == defaultMemMB && e.pool != nil {
-		ip = e.pool.take()
+		ip, _ = e.pool.Take(nil)
 	}
 	if ip == nil {
 		dir, err := e.newWorkDir()

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/code-runner-go/code-runner/internal/benchutil"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/internal/benchutil"
 )
 
 // BenchmarkRunOverBus: one-shot runs through the test engine (caller →

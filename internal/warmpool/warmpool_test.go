@@ -1,0 +1,113 @@
+package warmpool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type entry struct {
+	id   int
+	size int
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFillsTakesOnceAndRefills(t *testing.T) {
+	var booted, discarded atomic.Int64
+	var want atomic.Int64
+	want.Store(2)
+	size := atomic.Int64{}
+	size.Store(128)
+	p := New(Config[*entry]{
+		Boot: func(ctx context.Context) (*entry, error) {
+			return &entry{id: int(booted.Add(1)), size: int(size.Load())}, nil
+		},
+		Discard: func(*entry) { discarded.Add(1) },
+		Want:    func() int { return int(want.Load()) },
+		Usable:  func(e *entry) bool { return e.size == int(size.Load()) },
+	})
+	defer p.Close()
+	waitFor(t, func() bool { return p.Size() == 2 })
+	a, ok := p.Take(nil)
+	b, ok2 := p.Take(nil)
+	if !ok || !ok2 || a == b {
+		t.Fatal("entries must be handed out once each")
+	}
+	waitFor(t, func() bool { return p.Size() == 2 }) // refilled in the background
+	// A live change makes parked entries unfit: they are discarded and rebuilt.
+	size.Store(256)
+	p.Kick()
+	waitFor(t, func() bool {
+		e, ok := p.Take(func(e *entry) bool { return e.size == 256 })
+		return ok && e.size == 256
+	})
+	if discarded.Load() == 0 {
+		t.Fatal("unfit entries were not discarded")
+	}
+	// Shrinking discards extras; Put refuses past the size.
+	want.Store(0)
+	p.Kick()
+	waitFor(t, func() bool { return p.Size() == 0 })
+	if p.Put(&entry{size: 256}) || p.Room() {
+		t.Fatal("Put accepted an entry past the target size")
+	}
+}
+
+func TestBootFailuresBackOff(t *testing.T) {
+	var calls atomic.Int64
+	p := New(Config[int]{
+		Boot: func(ctx context.Context) (int, error) {
+			if calls.Add(1) < 3 {
+				return 0, errors.New("nope")
+			}
+			return 7, nil
+		},
+		Discard: func(int) {},
+		Want:    func() int { return 1 },
+		Usable:  func(int) bool { return true },
+	})
+	defer p.Close()
+	start := time.Now()
+	waitFor(t, func() bool { return p.Size() == 1 })
+	if time.Since(start) < time.Second {
+		t.Fatal("no backoff between failed boots")
+	}
+}
+
+func TestCloseDiscardsEverything(t *testing.T) {
+	var mu sync.Mutex
+	live := map[int]bool{}
+	n := 0
+	p := New(Config[int]{
+		Boot: func(ctx context.Context) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			live[n] = true
+			return n, nil
+		},
+		Discard: func(i int) { mu.Lock(); defer mu.Unlock(); delete(live, i) },
+		Want:    func() int { return 3 },
+		Usable:  func(int) bool { return true },
+	})
+	waitFor(t, func() bool { return p.Size() == 3 })
+	p.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(live) != 0 {
+		t.Fatalf("%d entries leaked", len(live))
+	}
+}
