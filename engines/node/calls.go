@@ -199,6 +199,18 @@ func (r *runtime) unregisterFunction(raw json.RawMessage) error {
 // invokeHandler serves bus invocations of a guest function (contract §13.7).
 func (r *runtime) invokeHandler(id string) core.GuestHandler {
 	return func(ctx context.Context, payload, metadata json.RawMessage) (json.RawMessage, error) {
+		if r.isNamespaceRuntime() && r.host().dead() {
+			// Restore first; the invocation's own budget starts after the replay.
+			if err := r.restart(ctx); err != nil {
+				return nil, err
+			}
+		}
+		r.mu.Lock()
+		brokenText, broken := r.broken[id]
+		r.mu.Unlock()
+		if broken {
+			return nil, core.Errorf(core.CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", id, brokenText)
+		}
 		budget := core.RunBudget(0, r.e.opts.Live())
 		cctx, cancel := context.WithTimeout(ctx, budget)
 		defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/code-runner-go/code-runner/core"
@@ -45,6 +46,7 @@ func (r *runtime) Define(ctx context.Context, def core.Definition) error {
 	}
 	switch d.Status {
 	case statusOK:
+		r.remember(def)
 		return nil
 	case "parse":
 		return core.Errorf(core.CodeInvalidRequest, `handler for %s does not parse: %s. Source must define handler(payload) — write, for example, "export function handler(p) { ... }" or "const handler = (p) => { ... }".`, def.FunctionID, d.Error)
@@ -61,4 +63,65 @@ func (r *runtime) LastActive() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastActive
+}
+
+// remember records a successful definition for replay: the latest source
+// of an id, at its latest position.
+func (r *runtime) remember(def core.Definition) {
+	if !r.isNamespaceRuntime() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.sources[:0]
+	for _, s := range r.sources {
+		if s.def.FunctionID != def.FunctionID {
+			kept = append(kept, s)
+		}
+	}
+	r.sources = append(kept, nodeSource{def: def})
+	delete(r.broken, def.FunctionID)
+}
+
+// restart gives a namespace runtime whose host died a fresh host on the
+// same scratch directory and replays its registration sources in order,
+// each under default_timeout_ms; a source that fails leaves its id broken
+// (handler_error) until it is registered again (contract §13.8).
+func (r *runtime) restart(ctx context.Context) error {
+	r.restartMu.Lock()
+	defer r.restartMu.Unlock()
+	if !r.host().dead() {
+		return nil
+	}
+	cfg := r.e.opts.Live()
+	p, err := r.e.spawn(ctx, r.heapMB, r.filesCfg != nil)
+	if err != nil {
+		return core.AsError(err, core.FnRegisterFunction)
+	}
+	p.mu.Lock()
+	p.onCall, p.onLog, p.onExit = r.handleCall, r.detachedLog, r.hostExited
+	p.mu.Unlock()
+	if err := p.send(&msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg}); err != nil {
+		p.kill("destroy")
+		return core.AsError(err, core.FnRegisterFunction)
+	}
+	r.mu.Lock()
+	r.p = p
+	srcs := append([]nodeSource(nil), r.sources...)
+	r.mu.Unlock()
+	for _, s := range srcs {
+		dctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, cfg))
+		err := r.Define(dctx, s.def)
+		cancel()
+		if err != nil {
+			r.e.log.Warn("a registration source failed to replay after its isolate restarted", "namespace", r.namespace)
+			r.mu.Lock()
+			r.broken[s.def.FunctionID] = strings.TrimPrefix(err.Error(), "code-runner::invalid_request: ")
+			r.mu.Unlock()
+			if r.host().dead() {
+				return nil // died again while replaying; the next use tries again
+			}
+		}
+	}
+	return nil
 }

@@ -183,7 +183,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		}
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
-		alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}}
+		alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
 	var files *filesConf
 	if filesOn {
 		dir, err := os.MkdirTemp(cfg.ScratchRootOrEmpty(), "iii-node-scratch-")
@@ -199,6 +199,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		_ = os.Chmod(dir, 0o700)
 		r.scratchDir = dir
 		files = &filesConf{Dir: dir, MaxBytes: cfg.ScratchMB << 20, MaxFiles: cfg.ScratchFiles}
+		r.filesCfg = files
 	}
 	p.mu.Lock()
 	p.onCall = r.handleCall
@@ -225,6 +226,7 @@ type runtime struct {
 	heapMB     int64
 	externalMB int64
 	scratchDir string
+	filesCfg   *filesConf
 
 	mu         sync.Mutex
 	alive      bool
@@ -236,6 +238,29 @@ type runtime struct {
 	ttypes     map[string]bool
 	onDeath    []func()
 	lastActive time.Time
+
+	// Namespace runtimes survive their host (contract §13.8): the next use
+	// starts a fresh host and replays the registration sources in order.
+	restartMu sync.Mutex
+	sources   []nodeSource
+	broken    map[string]string
+}
+
+type nodeSource struct {
+	def core.Definition
+}
+
+// host returns the runtime's current isolate host.
+func (r *runtime) host() *hostProc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p
+}
+
+// isNamespaceRuntime reports whether this runtime backs a register_function
+// namespace (run runtimes live under code-runner::<token>::).
+func (r *runtime) isNamespaceRuntime() bool {
+	return !strings.HasPrefix(r.namespace, "code-runner::")
 }
 
 // Alive reports whether the runtime can serve another call.
@@ -253,6 +278,9 @@ func (r *runtime) OnDeath(fn func()) {
 }
 
 func (r *runtime) hostExited() {
+	if r.isNamespaceRuntime() {
+		return // restarted with replay on next use
+	}
 	r.mu.Lock()
 	wasAlive := r.alive && !r.destroyed
 	r.alive = false
@@ -305,6 +333,11 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 // exec sends a task and waits for its outcome under ctx's deadline, watching
 // the host's resident memory. Kills map to errors: timeout, memory, crash.
 func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
+	if r.isNamespaceRuntime() && r.host().dead() {
+		if err := r.restart(ctx); err != nil {
+			return nil, err
+		}
+	}
 	r.mu.Lock()
 	if !r.alive || r.destroyed {
 		r.mu.Unlock()
@@ -327,12 +360,12 @@ func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
 	if m.BudgetMS < 1 {
 		return nil, core.ErrTimeout()
 	}
-	ch, err := r.p.start(m)
+	ch, err := r.host().start(m)
 	if err != nil {
 		r.markDead()
 		return nil, core.Errorf(core.CodeEngine, "the runtime's isolate host is gone; retry")
 	}
-	limitKB := r.p.baselineKB + (r.heapMB+r.externalMB)<<10
+	limitKB := r.host().baselineKB + (r.heapMB+r.externalMB)<<10
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	grace := time.NewTimer(time.Until(deadline) + 250*time.Millisecond)
@@ -342,15 +375,15 @@ func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
 		case d := <-ch:
 			return r.outcome(d)
 		case <-tick.C:
-			if rss := rssKB(r.p.pid); rss > limitKB {
+			if rss := rssKB(r.host().pid); rss > limitKB {
+				r.host().kill("memory")
 				r.markDead()
-				r.p.kill("memory")
 				return r.outcome(<-ch)
 			}
 		case <-grace.C:
 			// The host's own watchdog should have answered by now.
+			r.host().kill("timeout")
 			r.markDead()
-			r.p.kill("timeout")
 			<-ch
 			return nil, core.ErrTimeout()
 		}
@@ -358,6 +391,14 @@ func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
 }
 
 func (r *runtime) markDead() {
+	if r.isNamespaceRuntime() {
+		// The host is finished; make sure it is gone before the next use,
+		// which restarts it with replay.
+		p := r.host()
+		p.kill("timeout")
+		<-p.exited
+		return
+	}
 	r.mu.Lock()
 	r.alive = false
 	r.mu.Unlock()
@@ -416,16 +457,17 @@ func (r *runtime) Destroy() []string {
 	// them any more, and the caller's response need not wait. A host whose
 	// isolate ended healthy is recycled — a brand-new isolate in the same
 	// process — instead of paying for a new process.
-	healthy := wasAlive && !r.p.dead()
+	p := r.host()
+	healthy := wasAlive && !p.dead()
 	go func() {
 		if r.scratchDir != "" {
 			_ = os.RemoveAll(r.scratchDir)
 		}
 		if healthy && !r.e.closed.Load() {
-			r.e.give(r.p)
+			r.e.give(p)
 			return
 		}
-		r.p.kill("destroy")
+		p.kill("destroy")
 	}()
 	return fns
 }
@@ -445,5 +487,5 @@ func (r *runtime) reply(call int64, value json.RawMessage, err error) {
 	if err != nil {
 		m.Error = err.Error()
 	}
-	_ = r.p.send(m)
+	_ = r.host().send(m)
 }

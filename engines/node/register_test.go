@@ -281,3 +281,38 @@ func TestIdleReapingTombstonesKeptAndReapsNodeNamespaces(t *testing.T) {
 		t.Fatal("reaped namespace still resolves")
 	}
 }
+
+// TestNodeNamespaceRestartsWithReplay: a handler that overruns kills its
+// isolate; the next invocation gets a fresh isolate with the namespace's
+// sources replayed (module state restarted), so the ids keep resolving.
+func TestNodeNamespaceRestartsWithReplay(t *testing.T) {
+	r, bus := newBusRig(t, func(c *configsvc.Config) { c.DefaultTimeoutMS = 500 })
+	for _, req := range []map[string]any{
+		{"function_id": "rs::count", "lang": "node", "source": "let n = 0; function handler(p) { return ++n }"},
+		{"function_id": "rs::spin", "lang": "node", "source": "function handler(p) { for(;;){} }"},
+	} {
+		if _, err := r.call(t, core.FnRegisterFunction, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := bus.invoke(t, "rs::count", `{}`); string(v) != "1" {
+		t.Fatalf("%s", v)
+	}
+	if v, _ := bus.invoke(t, "rs::count", `{}`); string(v) != "2" {
+		t.Fatalf("%s", v)
+	}
+	if _, err := bus.invoke(t, "rs::spin", `{}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
+		t.Fatalf("%v", err)
+	}
+	v, err := bus.invoke(t, "rs::count", `{}`)
+	if err != nil || string(v) != "1" {
+		t.Fatalf("after the kill: %s %v (want 1: restored, state restarted)", v, err)
+	}
+	if !bus.has("rs::count") || !bus.has("rs::spin") {
+		t.Fatal("ids stopped resolving")
+	}
+	out, terr := r.call(t, core.FnTeardown, map[string]any{"namespace": "rs"})
+	if terr != nil || string(out) != `{"namespace":"rs::","torn_down":true,"unregistered":["rs::count","rs::spin"]}` {
+		t.Fatalf("%s %v", out, terr)
+	}
+}
