@@ -254,6 +254,19 @@ describe('decisions', () => {
     await teardown({ namespace: 'e2e-d7' })
   })
 
+  test('§13.8 (node): a node handler that overruns is restored for the next call', async () => {
+    await setConfig({ default_timeout_ms: 1000 })
+    await until(() => cr.logs().includes('default_timeout_ms 5000 → 1000'))
+    await register({ function_id: 'e2e-d7n::count', lang: 'node', source: 'let n = 0; function handler() { return ++n }' })
+    await register({ function_id: 'e2e-d7n::spin', lang: 'node', source: 'function handler() { for(;;){} }' })
+    assert.equal(await h.trigger({ function_id: 'e2e-d7n::count', payload: {} }), 1)
+    await expectError(() => h.trigger({ function_id: 'e2e-d7n::spin', payload: {} }), 'code-runner::timeout')
+    assert.equal(await h.trigger({ function_id: 'e2e-d7n::count', payload: {} }), 1)
+    await setConfig({ default_timeout_ms: 5000 })
+    await until(() => cr.logs().includes('default_timeout_ms 1000 → 5000'))
+    await teardown({ namespace: 'e2e-d7n' })
+  })
+
   test('D11: python iii.namespace', async () => {
     await register({ function_id: 'e2e-ns::f', lang: 'python', source: 'def handler(p):\n    return iii.namespace' })
     assert.equal(await h.trigger({ function_id: 'e2e-ns::f', payload: {} }), 'e2e-ns::')
