@@ -3,13 +3,12 @@
 package benchutil
 
 import (
-	"os"
 	"os/exec"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/code-runner-go/code-runner/internal/procfs"
 )
 
 // Samples is a set of latencies.
@@ -76,15 +75,4 @@ func Spawn(b *testing.B, name string, args ...string) {
 }
 
 // RSSKB is the resident set size of pid in KiB.
-func RSSKB(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.ParseInt(f[1], 10, 64)
-	return n * int64(os.Getpagesize()/1024)
-}
+func RSSKB(pid int) int64 { return procfs.RSSKB(pid) }
