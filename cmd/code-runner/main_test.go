@@ -176,7 +176,8 @@ func TestServeConnectsAndReportsMetadata(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Generous: a cold python.wasm compile precedes registration on a new machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	if _, err := e.WaitWorker(ctx, "cr-test"); err != nil {
 		_ = cmd.Process.Kill()

@@ -88,7 +88,7 @@ export async function startCodeRunner(url, caller, { seed, args = [], env = {} }
   await until(async () => {
     const r = await caller.trigger({ function_id: 'code-runner::run', payload: { lang: 'node', code: 'return 1' }, timeoutMs: 5000 })
     return r.result === 1
-  }, { timeoutMs: 30000, everyMs: 200 })
+  }, { timeoutMs: 180000, everyMs: 200 }) // a cold python.wasm compile comes first on a new machine
   return {
     child,
     logs: () => logs.join(''),
