@@ -79,6 +79,9 @@ ui-test: deps
 	cd ui && node --test --test-reporter=spec browser/
 
 go-test: deps vet
+	@# Compile python.wasm into the tests' shared cache without -race first:
+	@# wazero's compiler is ~15x slower under the race detector.
+	$(GO) test -count=1 -run '^TestSharedCacheHoldsPythonWasm$$' ./engines/python/
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 ## e2e: the Node suite (real iii-sdk workers) against the test engine and code-runner.

@@ -500,3 +500,19 @@ func TestBootFailureServesNothing(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestSharedCacheHoldsPythonWasm boots an engine on the cache directory the
+// tests share and checks the compiled module landed there. `make test` runs
+// it once without -race first: wazero's compiler is slow under the race
+// detector, and the race-built tests then load the module from this cache.
+func TestSharedCacheHoldsPythonWasm(t *testing.T) {
+	e := New(Options{Log: quiet(), CacheDir: testCacheDir})
+	defer e.Close()
+	if err := e.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(CacheDir(testCacheDir))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no compiled python.wasm in %s: %v", CacheDir(testCacheDir), err)
+	}
+}
