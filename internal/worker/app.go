@@ -69,7 +69,6 @@ func NewApp(o AppOptions) (*App, error) {
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run}
 	a.Router = core.NewRouter(o.Transport, o.Log)
-	snap := a.Store.Load()
 	a.install(core.FnRun, core.DecodeRunCall, a.Run.Handle, core.RunStages()...)
 	a.install(core.FnTeardown, core.DecodeTeardownCall, a.Namespaces.Teardown)
 	a.install(core.FnRegisterFunction, core.DecodeRegisterCall, a.Namespaces.Register, core.RedactUnheld, core.BridgePolicy)
@@ -77,7 +76,6 @@ func NewApp(o AppOptions) (*App, error) {
 	a.install(core.FnInjectGuidance, nil, a.injectGuidance)
 	a.UI = ui.NewStore()
 	a.install(core.FnUIContent, nil, a.uiContent)
-	_ = snap
 	return a, nil
 }
 
