@@ -108,7 +108,7 @@ func BenchmarkNodeExternalCapSlack(b *testing.B) {
 		b.Fatalf("expected the memory kill, got %v", err)
 	}
 	last := 0.0
-	for _, c := range lb.seen() {
+	for _, c := range lb.Seen() {
 		var p struct {
 			MiB float64 `json:"mib"`
 		}

@@ -13,56 +13,13 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/internal/enginetest"
 )
 
-// loopback is a Transport for tests: code-runner::run goes back into the
-// rig's router (nested runs), "test::never" never answers, "test::echo"
-// echoes, anything else is recorded and answered function_not_found.
-type loopback struct {
-	r     *rig
-	mu    sync.Mutex
-	calls []core.Invocation
-}
-
-func (l *loopback) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
-	l.mu.Lock()
-	l.calls = append(l.calls, inv)
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, inv.Timeout)
-	defer cancel()
-	switch inv.FunctionID {
-	case core.FnRun:
-		res, err := l.r.router.Invoke(ctx, core.FnRun, inv.Data, nil)
-		if err != nil {
-			ce := core.AsError(err, core.FnRun)
-			return nil, &core.RemoteError{Code: string(ce.Code), Message: ce.Error()}
-		}
-		return json.Marshal(res)
-	case "test::never":
-		<-ctx.Done()
-		return nil, &core.RemoteError{Code: "TIMEOUT", Message: fmt.Sprintf("invocation timed out after %dms", inv.Timeout.Milliseconds())}
-	case "test::echo":
-		if string(inv.Action) == `{"type":"void"}` {
-			return nil, nil
-		}
-		if len(inv.Action) > 0 {
-			return json.RawMessage(`{"messageReceiptId":"00000000-0000-4000-8000-000000000000"}`), nil
-		}
-		return inv.Data, nil
-	}
-	return nil, &core.RemoteError{Code: "function_not_found", Message: "Function " + inv.FunctionID + " not found"}
-}
-
-func (l *loopback) seen() []core.Invocation {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]core.Invocation{}, l.calls...)
-}
-
-func newLoopRig(t testing.TB, mut func(*configsvc.Config)) (*rig, *loopback) {
-	lb := &loopback{}
+func newLoopRig(t testing.TB, mut func(*configsvc.Config)) (*rig, *enginetest.Loopback) {
+	lb := &enginetest.Loopback{}
 	r := newRig(t, mut, lb, nil)
-	lb.r = r
+	lb.Router = r.router
 	return r, lb
 }
 
@@ -315,7 +272,7 @@ func TestGuestTrigger(t *testing.T) {
 	if string(res.Result) != `[{"x":1},{},null,{"messageReceiptId":"00000000-0000-4000-8000-000000000000"},"function_not_found: Function nope::x not found",42]` {
 		t.Fatalf("%+v", res)
 	}
-	calls := lb.seen()
+	calls := lb.Seen()
 	if string(calls[2].Action) != `{"type":"void"}` || string(calls[3].Action) != `{"type":"enqueue","queue":"payments"}` {
 		t.Fatalf("actions %s %s", calls[2].Action, calls[3].Action)
 	}
@@ -368,7 +325,7 @@ func TestGuestTriggerTimeoutClampedToRun(t *testing.T) {
 	if !strings.HasPrefix(msg, "TIMEOUT: invocation timed out after ") {
 		t.Fatalf("%+v", res)
 	}
-	calls := lb.seen()
+	calls := lb.Seen()
 	if got := calls[len(calls)-1].Timeout; got > 800*time.Millisecond || got <= 0 {
 		t.Fatalf("guest timeout %v not clamped to the run's remaining budget − 200 ms", got)
 	}
@@ -407,7 +364,7 @@ func TestDenyListRefusesBeforeAnyTraffic(t *testing.T) {
 	if msgs[4] != "invalid trigger registration: `function_id` must name a target" {
 		t.Fatalf("%q", msgs[4])
 	}
-	for _, c := range lb.seen() {
+	for _, c := range lb.Seen() {
 		for _, id := range append(refused, "engine::register_trigger") {
 			if c.FunctionID == id {
 				t.Fatalf("a refused call reached the transport: %s", id)
@@ -417,7 +374,7 @@ func TestDenyListRefusesBeforeAnyTraffic(t *testing.T) {
 	// Allowed look-alikes reach the transport.
 	mustRun(t, r, node(`for (const id of ["provider::openai-codex::stream", "state::get", "provider-openai-codex::state-info"]) { try { await iii.trigger({ function_id: id }) } catch (e) {} }`))
 	reached := map[string]bool{}
-	for _, c := range lb.seen() {
+	for _, c := range lb.Seen() {
 		reached[c.FunctionID] = true
 	}
 	if !reached["provider::openai-codex::stream"] || !reached["state::get"] || !reached["provider-openai-codex::state-info"] {

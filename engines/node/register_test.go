@@ -4,90 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/internal/enginetest"
 )
 
-// fakeBus records guest registrations and lets tests invoke the handlers
-// the way the engine would deliver invocations.
-type fakeBus struct {
-	mu       sync.Mutex
-	fns      map[string]core.FunctionRegistration
-	handlers map[string]core.GuestHandler
-	triggers map[string]core.TriggerRegistration
-	types    map[string]core.TriggerProvider
-	n        int
-}
-
-func newFakeBus() *fakeBus {
-	return &fakeBus{fns: map[string]core.FunctionRegistration{}, handlers: map[string]core.GuestHandler{},
-		triggers: map[string]core.TriggerRegistration{}, types: map[string]core.TriggerProvider{}}
-}
-
-func (b *fakeBus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.fns[reg.ID], b.handlers[reg.ID] = reg, h
-}
-func (b *fakeBus) UnregisterFunction(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.fns, id)
-	delete(b.handlers, id)
-}
-func (b *fakeBus) RegisterTrigger(t core.TriggerRegistration) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.n++
-	id := "trig-" + string(rune('a'+b.n))
-	b.triggers[id] = t
-	return id
-}
-func (b *fakeBus) UnregisterTrigger(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.triggers, id)
-}
-func (b *fakeBus) RegisterTriggerType(id, description string, p core.TriggerProvider) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.types[id] = p
-}
-func (b *fakeBus) UnregisterTriggerType(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.types, id)
-}
-
-func (b *fakeBus) invoke(t *testing.T, id string, payload string) (json.RawMessage, error) {
-	t.Helper()
-	b.mu.Lock()
-	h := b.handlers[id]
-	b.mu.Unlock()
-	if h == nil {
-		t.Fatalf("%s is not registered on the bus", id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return h(ctx, json.RawMessage(payload), nil)
-}
-
-func (b *fakeBus) has(id string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	_, ok := b.fns[id]
-	return ok
-}
-
-func newBusRig(t *testing.T, mut func(*configsvc.Config)) (*rig, *fakeBus) {
-	bus := newFakeBus()
-	lb := &loopback{}
+func newBusRig(t *testing.T, mut func(*configsvc.Config)) (*rig, *enginetest.Bus) {
+	bus := enginetest.NewBus()
+	lb := &enginetest.Loopback{}
 	r := newRig(t, mut, lb, bus)
-	lb.r = r
+	lb.Router = r.router
 	return r, bus
 }
 
@@ -98,11 +27,11 @@ func TestRegisterFunctionNode(t *testing.T) {
 	if err != nil || string(out) != `{"function_id":"e2e-node::greet","registered":true}` {
 		t.Fatalf("%s %v", out, err)
 	}
-	res, ierr := bus.invoke(t, "e2e-node::greet", `{"who":"world","_caller_worker_id":"w"}`)
+	res, ierr := bus.Invoke(t, "e2e-node::greet", `{"who":"world","_caller_worker_id":"w"}`)
 	if ierr != nil || string(res) != `"hello world"` {
 		t.Fatalf("%s %v", res, ierr)
 	}
-	if d := bus.fns["e2e-node::greet"].Description; d != "Registered through code-runner::register_function; implemented in JavaScript." {
+	if d := bus.Registration("e2e-node::greet").Description; d != "Registered through code-runner::register_function; implemented in JavaScript." {
 		t.Fatalf("default description %q", d)
 	}
 	// Every accepted source shape.
@@ -117,11 +46,11 @@ func TestRegisterFunctionNode(t *testing.T) {
 			"request_format": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "number"}}}, "response_format": map[string]any{"type": "number"}}); err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}
-		res, _ := bus.invoke(t, id, `{"n":21}`)
+		res, _ := bus.Invoke(t, id, `{"n":21}`)
 		if string(res) != "42" {
 			t.Fatalf("%q → %s", src, res)
 		}
-		if reg := bus.fns[id]; reg.Description != "doubles" || !strings.Contains(string(reg.RequestFormat), `"n"`) || string(reg.ResponseFormat) != `{"type":"number"}` {
+		if reg := bus.Registration(id); reg.Description != "doubles" || !strings.Contains(string(reg.RequestFormat), `"n"`) || string(reg.ResponseFormat) != `{"type":"number"}` {
 			t.Fatalf("%+v", reg)
 		}
 	}
@@ -140,12 +69,12 @@ func TestRegisterFunctionNode(t *testing.T) {
 			t.Fatalf("%q: %v", tc.src, err)
 		}
 	}
-	if bus.has("shapes::bad") || r.reg.FunctionOwner("shapes::bad") != "" {
+	if bus.Has("shapes::bad") || r.reg.FunctionOwner("shapes::bad") != "" {
 		t.Fatal("a failed definition left its id claimed")
 	}
 	// D4: a throwing handler → handler_error with the guest's text.
 	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-node::boom", "lang": "node", "source": "function handler() { throw new Error('kaput') }"})
-	_, ierr = bus.invoke(t, "e2e-node::boom", `{}`)
+	_, ierr = bus.Invoke(t, "e2e-node::boom", `{}`)
 	if ierr == nil || !strings.HasPrefix(ierr.Error(), "code-runner::handler_error: Error: kaput") {
 		t.Fatalf("%v", ierr)
 	}
@@ -193,7 +122,7 @@ func TestTeardownByNamespaceAndGuestRegistrations(t *testing.T) {
 	if err != nil || string(out) != `{"namespace":"e2e-down::","torn_down":true,"unregistered":["e2e-down::a","e2e-down::b"]}` {
 		t.Fatalf("%s %v", out, err)
 	}
-	if bus.has("e2e-down::a") {
+	if bus.Has("e2e-down::a") {
 		t.Fatal("still on the bus")
 	}
 	if _, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-down::a", "lang": "node", "source": "function handler(p){ return 2 }"}); err != nil {
@@ -224,12 +153,10 @@ func TestTeardownByNamespaceAndGuestRegistrations(t *testing.T) {
 	if got[1] != `id "other::x" must start with this runtime's namespace "`+ns+`" — a runtime can only register or unregister ids inside its own namespace` {
 		t.Fatalf("%q", got[1])
 	}
-	if v, err := bus.invoke(t, ns+"double", `{"n":4}`); err != nil || string(v) != "8" {
+	if v, err := bus.Invoke(t, ns+"double", `{"n":4}`); err != nil || string(v) != "8" {
 		t.Fatalf("%s %v", v, err)
 	}
-	bus.mu.Lock()
-	prov := bus.types[ns+"tt"]
-	bus.mu.Unlock()
+	prov := bus.Provider(ns + "tt")
 	if err := prov.RegisterTrigger(context.Background(), core.Binding{ID: "b1", FunctionID: "x::y", Config: json.RawMessage(`{"k":1}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -243,9 +170,7 @@ func TestTeardownByNamespaceAndGuestRegistrations(t *testing.T) {
 	if strings.Contains(ns, res.RuntimeID[3:]) {
 		t.Fatal("namespace derived from the runtime id")
 	}
-	bus.mu.Lock()
-	left := len(bus.fns) + len(bus.triggers) + len(bus.types)
-	bus.mu.Unlock()
+	left := bus.Count()
 	if left != 1 { // e2e-down::a re-registered above
 		t.Fatalf("%d registrations left on the bus", left)
 	}
@@ -256,7 +181,7 @@ func TestOneShotRegistrationsEndWithTheRun(t *testing.T) {
 	res := mustRun(t, r, node(`iii.registerFunction(iii.namespace + "f", () => 1); return iii.namespace`))
 	var ns string
 	_ = json.Unmarshal(res.Result, &ns)
-	if bus.has(ns + "f") {
+	if bus.Has(ns + "f") {
 		t.Fatal("a one-shot run's registration outlived the run")
 	}
 }
@@ -277,7 +202,7 @@ func TestIdleReapingTombstonesKeptAndReapsNodeNamespaces(t *testing.T) {
 	if _, err := r.run(t, map[string]any{"runtime_id": kept.RuntimeID, "code": "return 1"}); err == nil || err.Code != core.CodeExpired {
 		t.Fatalf("%v", err)
 	}
-	if bus.has("idle::f") {
+	if bus.Has("idle::f") {
 		t.Fatal("reaped namespace still resolves")
 	}
 }
@@ -295,20 +220,20 @@ func TestNodeNamespaceRestartsWithReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v, _ := bus.invoke(t, "rs::count", `{}`); string(v) != "1" {
+	if v, _ := bus.Invoke(t, "rs::count", `{}`); string(v) != "1" {
 		t.Fatalf("%s", v)
 	}
-	if v, _ := bus.invoke(t, "rs::count", `{}`); string(v) != "2" {
+	if v, _ := bus.Invoke(t, "rs::count", `{}`); string(v) != "2" {
 		t.Fatalf("%s", v)
 	}
-	if _, err := bus.invoke(t, "rs::spin", `{}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
+	if _, err := bus.Invoke(t, "rs::spin", `{}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
 		t.Fatalf("%v", err)
 	}
-	v, err := bus.invoke(t, "rs::count", `{}`)
+	v, err := bus.Invoke(t, "rs::count", `{}`)
 	if err != nil || string(v) != "1" {
 		t.Fatalf("after the kill: %s %v (want 1: restored, state restarted)", v, err)
 	}
-	if !bus.has("rs::count") || !bus.has("rs::spin") {
+	if !bus.Has("rs::count") || !bus.Has("rs::spin") {
 		t.Fatal("ids stopped resolving")
 	}
 	out, terr := r.call(t, core.FnTeardown, map[string]any{"namespace": "rs"})

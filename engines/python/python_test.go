@@ -17,6 +17,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/internal/enginetest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -31,73 +32,8 @@ type rig struct {
 	router *core.Router
 	ns     *core.Namespaces
 	cfg    configsvc.Config
-	lb     *loopback
-	bus    *fakeBus
-}
-
-// loopback answers guest calls: code-runner::run re-enters the router,
-// test::echo echoes, test::never never answers.
-type loopback struct {
-	r     *rig
-	mu    sync.Mutex
-	calls []core.Invocation
-}
-
-func (l *loopback) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
-	l.mu.Lock()
-	l.calls = append(l.calls, inv)
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, inv.Timeout)
-	defer cancel()
-	switch inv.FunctionID {
-	case core.FnRun:
-		res, err := l.r.router.Invoke(ctx, core.FnRun, inv.Data, nil)
-		if err != nil {
-			ce := core.AsError(err, core.FnRun)
-			return nil, &core.RemoteError{Code: string(ce.Code), Message: ce.Error()}
-		}
-		return json.Marshal(res)
-	case "test::echo":
-		return inv.Data, nil
-	case "test::never":
-		<-ctx.Done()
-		return nil, &core.RemoteError{Code: "TIMEOUT", Message: fmt.Sprintf("invocation timed out after %dms", inv.Timeout.Milliseconds())}
-	}
-	return nil, &core.RemoteError{Code: "function_not_found", Message: "Function " + inv.FunctionID + " not found"}
-}
-
-type fakeBus struct {
-	mu       sync.Mutex
-	handlers map[string]core.GuestHandler
-	regs     map[string]core.FunctionRegistration
-}
-
-func (b *fakeBus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.handlers[reg.ID], b.regs[reg.ID] = h, reg
-}
-func (b *fakeBus) UnregisterFunction(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.handlers, id)
-	delete(b.regs, id)
-}
-func (b *fakeBus) RegisterTrigger(core.TriggerRegistration) string          { return "" }
-func (b *fakeBus) UnregisterTrigger(string)                                 {}
-func (b *fakeBus) RegisterTriggerType(string, string, core.TriggerProvider) {}
-func (b *fakeBus) UnregisterTriggerType(string)                             {}
-func (b *fakeBus) invoke(t *testing.T, id, payload string) (json.RawMessage, error) {
-	t.Helper()
-	b.mu.Lock()
-	h := b.handlers[id]
-	b.mu.Unlock()
-	if h == nil {
-		t.Fatalf("%s not on the bus", id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	return h(ctx, json.RawMessage(payload), nil)
+	lb     *enginetest.Loopback
+	bus    *enginetest.Bus
 }
 
 func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
@@ -107,14 +43,14 @@ func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
 	if mut != nil {
 		mut(&cfg)
 	}
-	r := &rig{reg: core.NewRegistry(nil), cfg: cfg, lb: &loopback{}, bus: &fakeBus{handlers: map[string]core.GuestHandler{}, regs: map[string]core.FunctionRegistration{}}}
-	r.lb.r = r
+	r := &rig{reg: core.NewRegistry(nil), cfg: cfg, lb: &enginetest.Loopback{}, bus: enginetest.NewBus()}
 	r.eng = New(Options{Registry: r.reg, Bus: r.bus, Transport: r.lb, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet(), CacheDir: testCacheDir})
 	t.Cleanup(r.eng.Close)
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
 	snap := &configsvc.Snapshot{Config: cfg}
 	r.router = core.NewRouter(r.lb, quiet())
+	r.lb.Router = r.router
 	r.router.Handle(core.FnRun, core.Route{Decode: core.DecodeRunCall, Pipeline: core.NewPipeline(snap, svc.Handle, core.RunStages()...)})
 	r.router.Handle(core.FnRegisterFunction, core.Route{Decode: core.DecodeRegisterCall, Pipeline: core.NewPipeline(snap, r.ns.Register, core.RedactUnheld, core.BridgePolicy)})
 	r.router.Handle(core.FnTeardown, core.Route{Decode: core.DecodeTeardownCall, Pipeline: core.NewPipeline(snap, r.ns.Teardown)})
@@ -420,12 +356,12 @@ func TestPythonRegisterFunction(t *testing.T) {
 		"source": "import itertools\n_c = itertools.count(1)\ndef handler(p):\n    return {'n': next(_c), 'ns': iii.namespace, 'p': p}"}); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := r.bus.invoke(t, "e2e-py::count", `{"x":1}`)
-	b, _ := r.bus.invoke(t, "e2e-py::count", `{"x":2}`)
+	a, _ := r.bus.Invoke(t, "e2e-py::count", `{"x":1}`)
+	b, _ := r.bus.Invoke(t, "e2e-py::count", `{"x":2}`)
 	if string(a) != `{"n":1,"ns":"e2e-py::","p":{"x":1}}` || string(b) != `{"n":2,"ns":"e2e-py::","p":{"x":2}}` {
 		t.Fatalf("%s %s", a, b)
 	}
-	if d := r.bus.regs["e2e-py::count"].Description; d != "Registered through code-runner::register_function; implemented in Python." {
+	if d := r.bus.Registration("e2e-py::count").Description; d != "Registered through code-runner::register_function; implemented in Python." {
 		t.Fatal(d)
 	}
 	// No handler → invalid_request mentioning handler(payload); nothing left behind.
@@ -438,26 +374,26 @@ func TestPythonRegisterFunction(t *testing.T) {
 	}
 	// D4: a raising handler → handler_error with the guest's text.
 	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::boom", "lang": "python", "source": "def handler(p):\n    raise KeyError('k')"})
-	_, ierr := r.bus.invoke(t, "e2e-py::boom", `{}`)
+	_, ierr := r.bus.Invoke(t, "e2e-py::boom", `{}`)
 	if ierr == nil || !strings.HasPrefix(ierr.Error(), "code-runner::handler_error: KeyError: 'k'\nTraceback") {
 		t.Fatalf("%v", ierr)
 	}
 	// D7: an invocation that overruns → timeout; the next succeeds (restored, state restarted).
 	r.cfg.DefaultTimeoutMS = 800
 	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::slow", "lang": "python", "source": "def handler(p):\n    if p.get('spin'):\n        while True: pass\n    return 'fine'"})
-	if _, err := r.bus.invoke(t, "e2e-py::slow", `{"spin":true}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
+	if _, err := r.bus.Invoke(t, "e2e-py::slow", `{"spin":true}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
 		t.Fatalf("%v", err)
 	}
-	if v, err := r.bus.invoke(t, "e2e-py::slow", `{}`); err != nil || string(v) != `"fine"` {
+	if v, err := r.bus.Invoke(t, "e2e-py::slow", `{}`); err != nil || string(v) != `"fine"` {
 		t.Fatalf("%s %v", v, err)
 	}
-	if v, err := r.bus.invoke(t, "e2e-py::count", `{}`); err != nil || !strings.HasPrefix(string(v), `{"n":1,`) {
+	if v, err := r.bus.Invoke(t, "e2e-py::count", `{}`); err != nil || !strings.HasPrefix(string(v), `{"n":1,`) {
 		t.Fatalf("state did not restart with the replay: %s %v", v, err)
 	}
 	r.cfg.DefaultTimeoutMS = 5000
 	// The same interpreter cannot call its own function from inside a turn.
 	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::self", "lang": "python", "source": "def handler(p):\n    try:\n        return iii.trigger({'function_id': 'e2e-py::count'})\n    except RuntimeError as e:\n        return str(e)"})
-	if v, _ := r.bus.invoke(t, "e2e-py::self", `{}`); string(v) != `"iii.trigger: e2e-py::count is served by this same interpreter and cannot be called from inside a turn"` {
+	if v, _ := r.bus.Invoke(t, "e2e-py::self", `{}`); string(v) != `"iii.trigger: e2e-py::count is served by this same interpreter and cannot be called from inside a turn"` {
 		t.Fatalf("%s", v)
 	}
 	// One id, one engine; teardown by namespace.
