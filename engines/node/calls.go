@@ -93,6 +93,21 @@ func (r *runtime) checkNamespace(id string) error {
 	return nil
 }
 
+// checkIDAndDescription applies the namespace, id-size and description-size
+// rules shared by functions and trigger types (contract §9.2, §9.4).
+func (r *runtime) checkIDAndDescription(id string, description *string) error {
+	if err := r.checkNamespace(id); err != nil {
+		return err
+	}
+	if n := len(id); n > maxIDBytes {
+		return fmt.Errorf("function id is %d bytes; the limit is 512", n)
+	}
+	if description != nil && len(*description) > maxDescriptionBytes {
+		return fmt.Errorf("description is %d bytes; the limit is 4096", len(*description))
+	}
+	return nil
+}
+
 func (r *runtime) countLocked() int { return len(r.fns) + len(r.triggers) + len(r.ttypes) }
 
 func budgetErr() error {
@@ -127,14 +142,8 @@ func (r *runtime) registerFunction(raw json.RawMessage) error {
 			}
 		}
 	}
-	if err := r.checkNamespace(a.ID); err != nil {
+	if err := r.checkIDAndDescription(a.ID, a.Description); err != nil {
 		return err
-	}
-	if n := len(a.ID); n > maxIDBytes {
-		return fmt.Errorf("function id is %d bytes; the limit is 512", n)
-	}
-	if a.Description != nil && len(*a.Description) > maxDescriptionBytes {
-		return fmt.Errorf("description is %d bytes; the limit is 4096", len(*a.Description))
 	}
 	r.mu.Lock()
 	held := r.fns[a.ID]
@@ -294,14 +303,8 @@ func (r *runtime) registerTriggerType(raw json.RawMessage) error {
 		Description *string `json:"description"`
 	}
 	_ = json.Unmarshal(raw, &a)
-	if err := r.checkNamespace(a.ID); err != nil {
+	if err := r.checkIDAndDescription(a.ID, a.Description); err != nil {
 		return err
-	}
-	if n := len(a.ID); n > maxIDBytes {
-		return fmt.Errorf("function id is %d bytes; the limit is 512", n)
-	}
-	if a.Description != nil && len(*a.Description) > maxDescriptionBytes {
-		return fmt.Errorf("description is %d bytes; the limit is 4096", len(*a.Description))
 	}
 	r.mu.Lock()
 	held := r.ttypes[a.ID]
