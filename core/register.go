@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/code-runner-go/code-runner/configsvc"
 )
 
 // Definer is implemented by runtimes that can host register_function
@@ -361,5 +363,18 @@ func (n *Namespaces) DestroyAll() {
 	n.mu.Unlock()
 	for _, nr := range victims {
 		n.destroy(nr)
+	}
+}
+
+// Routes returns the routes of the three code functions — run,
+// register_function and teardown — each with its decoder and its pipeline
+// of stages (contract §3, §13, §14), serving snap.
+func Routes(snap *configsvc.Snapshot, run *RunService, ns *Namespaces) map[string]Route {
+	return map[string]Route{
+		FnRun:              {Decode: DecodeRunCall, Pipeline: NewPipeline(snap, run.Handle, RunStages()...)},
+		FnRegisterFunction: {Decode: DecodeRegisterCall, Pipeline: NewPipeline(snap, ns.Register, RedactUnheld, BridgePolicy)},
+		// No redaction: a namespace teardown's not-found quotes no id, and a
+		// runtime-id teardown comes from a caller that holds the id.
+		FnTeardown: {Decode: DecodeTeardownCall, Pipeline: NewPipeline(snap, ns.Teardown)},
 	}
 }

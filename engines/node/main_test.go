@@ -28,7 +28,6 @@ type rig struct {
 	eng    *Engine
 	reg    *core.Registry
 	router *core.Router
-	pipe   *core.Pipeline
 	ns     *core.Namespaces
 	cfg    configsvc.Config
 }
@@ -52,12 +51,10 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 	r.eng = eng
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangNode: eng}}
 	r.router = core.NewRouter(transport, quiet())
-	r.pipe = core.NewPipeline(&configsvc.Snapshot{Config: cfg}, svc.Handle, core.RunStages()...)
-	r.router.Handle(core.FnRun, core.Route{Decode: core.DecodeRunCall, Pipeline: r.pipe})
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
-	snap := &configsvc.Snapshot{Config: cfg}
-	r.router.Handle(core.FnRegisterFunction, core.Route{Decode: core.DecodeRegisterCall, Pipeline: core.NewPipeline(snap, r.ns.Register, core.RedactUnheld, core.BridgePolicy)})
-	r.router.Handle(core.FnTeardown, core.Route{Decode: core.DecodeTeardownCall, Pipeline: core.NewPipeline(snap, r.ns.Teardown)})
+	for id, route := range core.Routes(&configsvc.Snapshot{Config: cfg}, svc, r.ns) {
+		r.router.Handle(id, route)
+	}
 	return r
 }
 

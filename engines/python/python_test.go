@@ -48,12 +48,11 @@ func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
 	t.Cleanup(r.eng.Close)
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
-	snap := &configsvc.Snapshot{Config: cfg}
 	r.router = core.NewRouter(r.lb, quiet())
 	r.lb.Router = r.router
-	r.router.Handle(core.FnRun, core.Route{Decode: core.DecodeRunCall, Pipeline: core.NewPipeline(snap, svc.Handle, core.RunStages()...)})
-	r.router.Handle(core.FnRegisterFunction, core.Route{Decode: core.DecodeRegisterCall, Pipeline: core.NewPipeline(snap, r.ns.Register, core.RedactUnheld, core.BridgePolicy)})
-	r.router.Handle(core.FnTeardown, core.Route{Decode: core.DecodeTeardownCall, Pipeline: core.NewPipeline(snap, r.ns.Teardown)})
+	for id, route := range core.Routes(&configsvc.Snapshot{Config: cfg}, svc, r.ns) {
+		r.router.Handle(id, route)
+	}
 	return r
 }
 

@@ -29,7 +29,6 @@ type App struct {
 	Node       *node.Engine
 	Python     *python.Engine
 	Log        *slog.Logger
-	routes     map[string]*core.Pipeline
 
 	// UI serves the console assets.
 	UI *ui.Store
@@ -57,7 +56,7 @@ func NewApp(o AppOptions) (*App, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log, routes: map[string]*core.Pipeline{}}
+	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log}
 	live := func() *configsvc.Config { return &a.Store.Load().Config }
 	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log})
 	if err != nil {
@@ -69,9 +68,9 @@ func NewApp(o AppOptions) (*App, error) {
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run}
 	a.Router = core.NewRouter(o.Transport, o.Log)
-	a.install(core.FnRun, core.DecodeRunCall, a.Run.Handle, core.RunStages()...)
-	a.install(core.FnTeardown, core.DecodeTeardownCall, a.Namespaces.Teardown)
-	a.install(core.FnRegisterFunction, core.DecodeRegisterCall, a.Namespaces.Register, core.RedactUnheld, core.BridgePolicy)
+	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {
+		a.Router.Handle(id, route)
+	}
 	a.installHooks()
 	a.install(core.FnInjectGuidance, nil, a.injectGuidance)
 	a.UI = ui.NewStore()
@@ -80,9 +79,7 @@ func NewApp(o AppOptions) (*App, error) {
 }
 
 func (a *App) install(id string, dec core.Decoder, h core.Handler, stages ...core.Stage) {
-	p := core.NewPipeline(a.Store.Load(), h, stages...)
-	a.routes[id] = p
-	a.Router.Handle(id, core.Route{Decode: dec, Pipeline: p})
+	a.Router.Handle(id, core.Route{Decode: dec, Pipeline: core.NewPipeline(a.Store.Load(), h, stages...)})
 }
 
 // Sweeper returns the idle sweeper over this app's runtimes.
