@@ -2,8 +2,7 @@ package capsfilter
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"github.com/code-runner-go/code-runner/internal/golden"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,32 +23,13 @@ func hundredThousand() json.RawMessage {
 	return json.RawMessage(b.String())
 }
 
-// golden compares got against testdata/<name>, rewriting it when
-// UPDATE_GOLDEN=1.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s: %v (run with UPDATE_GOLDEN=1 to create it)", path, err)
-	}
-	if string(got) != string(want) {
-		t.Fatalf("%s mismatch:\n got: %s\nwant: %s", name, got, want)
-	}
-}
-
 func TestResultCapHundredThousandElementArray(t *testing.T) {
 	in := hundredThousand()
 	if len(in) != 588891 {
 		t.Fatalf("fixture is %d bytes, the contract example says 588891", len(in))
 	}
 	out := ResultCap(in, 32768)
-	golden(t, "result_100000_array.golden", out)
+	golden.Check(t, "result_100000_array.golden", out)
 	var s string
 	if err := json.Unmarshal(out, &s); err != nil {
 		t.Fatalf("capped result is not a JSON string: %v", err)
@@ -118,7 +98,7 @@ func TestStreamCapFortyThousandX(t *testing.T) {
 	if tail := len(out) - i - len(marker); tail != 6534 {
 		t.Fatalf("tail is %d bytes, want 6534", tail)
 	}
-	golden(t, "stream_40000_x.golden", []byte(out[i-20:i+len(marker)+20]))
+	golden.Check(t, "stream_40000_x.golden", []byte(out[i-20:i+len(marker)+20]))
 }
 
 func TestStreamCapEdges(t *testing.T) {

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/code-runner-go/code-runner/internal/golden"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +94,7 @@ func TestSixFunctionsRoundTripThroughFunctionsInfo(t *testing.T) {
 			name := strings.TrimPrefix(f.FunctionID, "code-runner::")
 			got, _ := json.MarshalIndent(map[string]any{"description": f.Description, "metadata": f.Metadata,
 				"request_schema": f.RequestSchema, "response_schema": f.ResponseSchema}, "", "  ")
-			golden(t, "info."+name+".golden.json", got)
+			golden.Check(t, "info."+name+".golden.json", got)
 
 			var typed struct {
 				Schema     string          `json:"$schema"`
@@ -203,23 +202,6 @@ func TestTransportCarriesGuestCalls(t *testing.T) {
 		t.Fatal(got)
 	}
 	_ = e
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (UPDATE_GOLDEN=1 creates it)", err)
-	}
-	if string(want) != string(got) {
-		t.Fatalf("%s differs:\n%s", name, got)
-	}
 }
 
 func sameSet(a, b []string) bool {
