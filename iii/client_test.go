@@ -317,14 +317,27 @@ func TestInvocationStoppedWhenServerDrops(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	ctx := ctx10(t)
-	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::slow") })
+	// The engine knows b by name only once b's metadata call has arrived,
+	// and knows b::slow once its registration has: wait for both.
+	if _, err := e.WaitWorker(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("b::slow") }); err != nil {
+		t.Fatal(err)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		_, err := a.Invoke(ctx, iii.Call{FunctionID: "b::slow", Data: json.RawMessage(`{}`)})
 		errc <- err
 	}()
-	<-entered
-	e.CloseConnection("b")
+	select {
+	case <-entered:
+	case err := <-errc:
+		t.Fatalf("the call ended before the handler ran: %v", err)
+	}
+	if n := e.CloseConnection("b"); n != 1 {
+		t.Fatalf("closed %d connections, want 1", n)
+	}
 	err := <-errc
 	var ie *iii.InvocationError
 	if !errors.As(err, &ie) || ie.Code != "invocation_stopped" {
