@@ -31,6 +31,10 @@ type RuntimeOptions struct {
 	// Config supplies the per-runtime limits (heap_mb, external_mb, scratch_*)
 	// as of creation.
 	Config *configsvc.Config
+	// OneShot says the runtime will most likely be destroyed right after
+	// its first run (a run without keep), so an engine that recycles what
+	// it can may expect it back.
+	OneShot bool
 }
 
 // Runtime is one sandbox. Calls to Run are serialized by the caller.

@@ -69,7 +69,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	if req.MemoryMB != nil {
 		mem = *req.MemoryMB
 	}
-	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config})
+	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config, OneShot: !req.Keep})
 	if err != nil {
 		slot.Release()
 		return nil, AsError(err, call.FunctionID)

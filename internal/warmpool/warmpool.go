@@ -32,6 +32,7 @@ type Pool[T any] struct {
 	cfg    Config[T]
 	mu     sync.Mutex
 	ready  []T
+	loans  int // entries handed out by Borrow and not yet settled
 	wake   chan struct{}
 	stop   chan struct{}
 	closed bool
@@ -77,6 +78,36 @@ func (p *Pool[T]) Take(match func(T) bool) (T, bool) {
 	}
 	var zero T
 	return zero, false
+}
+
+// Borrow is Take for an entry that is expected back soon (a one-shot run
+// whose runtime is recycled afterwards): until Settle, the loan counts as
+// parked, so the pool does not boot a replacement that would only be
+// discarded when the entry returns.
+func (p *Pool[T]) Borrow(match func(T) bool) (T, bool) {
+	e, ok := p.Take(match)
+	if ok {
+		p.mu.Lock()
+		p.loans++
+		p.mu.Unlock()
+	}
+	return e, ok
+}
+
+// Settle ends a loan from Borrow. back is the entry, rebuilt for reuse, or
+// nil when it is not coming back; Settle reports whether it was parked (if
+// not, the caller discards it).
+func (p *Pool[T]) Settle(back *T) bool {
+	p.mu.Lock()
+	p.loans--
+	parked := false
+	if back != nil && !p.closed && len(p.ready) < p.cfg.Want() {
+		p.ready = append(p.ready, *back)
+		parked = true
+	}
+	p.mu.Unlock()
+	p.Kick()
+	return parked
 }
 
 // Room reports whether the pool would accept another entry now.
@@ -145,7 +176,7 @@ func (p *Pool[T]) fill() {
 				}
 			}
 			p.ready = kept
-			n, closed := len(p.ready), p.closed
+			n, closed := len(p.ready)+p.loans, p.closed
 			p.mu.Unlock()
 			if closed || n >= want {
 				break

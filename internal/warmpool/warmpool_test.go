@@ -111,3 +111,37 @@ func TestCloseDiscardsEverything(t *testing.T) {
 		t.Fatalf("%d entries leaked", len(live))
 	}
 }
+
+// TestLoansAreNotReplaced: an entry on loan (Borrow) counts as parked, so
+// the pool boots no replacement for it; returned, it is parked again; lost,
+// it is replaced.
+func TestLoansAreNotReplaced(t *testing.T) {
+	var booted atomic.Int64
+	p := New(Config[*entry]{
+		Boot:    func(ctx context.Context) (*entry, error) { return &entry{id: int(booted.Add(1))}, nil },
+		Discard: func(*entry) {},
+		Want:    func() int { return 2 },
+		Usable:  func(*entry) bool { return true },
+	})
+	defer p.Close()
+	waitFor(t, func() bool { return p.Size() == 2 })
+	a, ok := p.Borrow(nil)
+	if !ok {
+		t.Fatal("nothing to borrow")
+	}
+	p.Kick()
+	time.Sleep(100 * time.Millisecond) // room for a (wrong) refill to happen
+	if n := booted.Load(); n != 2 || p.Size() != 1 {
+		t.Fatalf("a loan was replaced: %d boots, %d parked", n, p.Size())
+	}
+	if !p.Settle(&a) || p.Size() != 2 {
+		t.Fatalf("the returned entry was not parked (%d parked)", p.Size())
+	}
+	if _, ok := p.Borrow(nil); !ok {
+		t.Fatal("nothing to borrow")
+	}
+	if p.Settle(nil) {
+		t.Fatal("Settle(nil) cannot park anything")
+	}
+	waitFor(t, func() bool { return p.Size() == 2 && booted.Load() == 3 }) // a lost loan is replaced
+}
