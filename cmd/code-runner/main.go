@@ -31,7 +31,7 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == node.HostArg {
 		// Hidden mode: this process is one supervised V8 isolate host.
-		os.Exit(node.RunHost(os.Stdin, os.Stdout))
+		os.Exit(node.ServeHost())
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }

@@ -173,8 +173,10 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	heap := clampHeap(ro.MemoryMB, cfg)
 	filesOn := cfg.ScratchMB > 0
 	var p *hostProc
+	loan := false
 	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
-		p = e.take(heap, filesOn)
+		p = e.take(heap, filesOn, ro.OneShot)
+		loan = p != nil && ro.OneShot
 	}
 	if p == nil {
 		var err error
@@ -183,20 +185,18 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		}
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
-		alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
+		loan: loan, alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
 	var files *filesConf
 	if filesOn {
-		dir, err := os.MkdirTemp(cfg.ScratchRootOrEmpty(), "iii-node-scratch-")
-		if err != nil && cfg.ScratchRootOrEmpty() != "" {
-			if mkErr := os.MkdirAll(cfg.ScratchRootOrEmpty(), 0o700); mkErr == nil {
-				dir, err = os.MkdirTemp(cfg.ScratchRootOrEmpty(), "iii-node-scratch-")
-			}
-		}
+		// The directory is only named here; the host creates it on the
+		// first write (see scratch.ensure). Creating it eagerly cost a
+		// filesystem round trip on every one-shot run, almost none of which
+		// touch iii.files.
+		dir, err := scratchPath(cfg.ScratchRootOrEmpty())
 		if err != nil {
-			p.kill("destroy")
-			return nil, core.AsError(fmt.Errorf("create scratch directory: %w", err), core.FnRun)
+			r.Destroy()
+			return nil, core.AsError(err, core.FnRun)
 		}
-		_ = os.Chmod(dir, 0o700)
 		r.scratchDir = dir
 		files = &filesConf{Dir: dir, MaxBytes: cfg.ScratchMB << 20, MaxFiles: cfg.ScratchFiles}
 		r.filesCfg = files
@@ -227,6 +227,7 @@ type runtime struct {
 	externalMB int64
 	scratchDir string
 	filesCfg   *filesConf
+	loan       bool // p came from the pool on loan (a one-shot): give it back
 
 	mu         sync.Mutex
 	alive      bool
@@ -463,11 +464,11 @@ func (r *runtime) Destroy() []string {
 		if r.scratchDir != "" {
 			_ = os.RemoveAll(r.scratchDir)
 		}
-		if healthy && !r.e.closed.Load() {
-			r.e.give(p)
+		if r.e.closed.Load() {
+			p.kill("destroy")
 			return
 		}
-		p.kill("destroy")
+		r.e.give(p, healthy, r.loan)
 	}()
 	return fns
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +15,14 @@ import (
 )
 
 // scratch is a runtime's flat iii.files directory with its quota
-// (contract §10). The worker creates and deletes the directory; the host
-// only works inside it, never following links.
+// (contract §10). The worker names and deletes the directory; the host
+// creates it on the first write and only works inside it, never following
+// links.
 type scratch struct {
 	dir      string
 	maxBytes int64
 	maxFiles int64
+	made     bool // dir exists (created by ensure)
 }
 
 type fileArgs struct {
@@ -109,7 +113,7 @@ func (h *host) filesOp(method, arg string) nativeResult {
 		if a.Binary {
 			data = binaryStringToBytes(*a.Data)
 		}
-		return s.write(name, data)
+		return h.writeFile(name, data)
 	}
 	return fail("unknown iii.files method %s", method)
 }
@@ -126,6 +130,16 @@ func (s *scratch) usage(except string) (bytes, files int64) {
 		}
 	}
 	return bytes, files
+}
+
+func (h *host) writeFile(name string, data []byte) nativeResult {
+	s := h.files
+	if err := s.ensure(); err != nil {
+		// The path and the cause are the operator's business, not the guest's.
+		h.send(&msg{T: "warn", Text: "iii.files: could not create a scratch directory (check scratch_root): " + err.Error()})
+		return fail("could not create this runtime's scratch directory; the operator should check scratch_root")
+	}
+	return s.write(name, data)
 }
 
 func (s *scratch) write(name string, data []byte) nativeResult {
@@ -204,4 +218,48 @@ func binaryStringToBytes(s string) []byte {
 		out = append(out, byte(r))
 	}
 	return out
+}
+
+// scratchPath names a new scratch directory under root (the system temp
+// directory when root is ""): a random name, never derived from a runtime id.
+func scratchPath(root string) (string, error) {
+	if root == "" {
+		root = os.TempDir()
+	}
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("name a scratch directory: %w", err)
+	}
+	return filepath.Join(root, "iii-node-scratch-"+hex.EncodeToString(b[:])), nil
+}
+
+// ensure creates the scratch directory (and scratch_root when missing) on
+// first use, mode 0700. A directory already there is accepted only when it
+// is a real directory of ours with mode 0700: the same runtime's earlier
+// host created it (a namespace runtime restarted after a kill).
+func (s *scratch) ensure() error {
+	if s.made {
+		return nil
+	}
+	err := os.Mkdir(s.dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(s.dir), 0o700); err == nil {
+			err = os.Mkdir(s.dir, 0o700)
+		}
+	}
+	switch {
+	case err == nil:
+		if err := os.Chmod(s.dir, 0o700); err != nil {
+			return err
+		}
+	case errors.Is(err, fs.ErrExist):
+		info, lerr := os.Lstat(s.dir)
+		if lerr != nil || !info.IsDir() || info.Mode().Perm() != 0o700 || !ownedByUs(info) {
+			return fmt.Errorf("scratch directory %s exists and is not ours", s.dir)
+		}
+	default:
+		return err
+	}
+	s.made = true
+	return nil
 }

@@ -33,18 +33,34 @@ const (
 	maxInflight     = 32
 )
 
+// HostInput is the host's end of the parent → host pipe. Read deadlines
+// are how the single host goroutine wakes for task deadlines while idle.
+type HostInput interface {
+	io.Reader
+	SetReadDeadline(t time.Time) error
+}
+
 // RunHost is the isolate-host process: one V8 isolate, driven by framed
 // messages on in and answering on out. It returns the process exit status.
 // The worker starts it as a child process (see Options.HostArgv); it never
 // runs in the worker process itself.
-func RunHost(in io.Reader, out io.Writer) int {
-	h := &host{
-		out:      &frameWriter{w: out},
-		inbox:    make(chan *msg, 64),
-		syncWait: map[int64]chan *msg{},
-		tasks:    map[int64]*hostTask{},
+//
+// One goroutine does everything — reads frames, runs V8, writes answers —
+// so a message reaches the isolate without waking a second thread (a
+// goroutine handoff costs tens of µs on a quiet machine, several times the
+// pipe itself).
+func RunHost(in HostInput, out io.Writer) int {
+	if err := in.SetReadDeadline(time.Time{}); err != nil {
+		fmt.Fprintln(os.Stderr, "isolate host: stdin does not support read deadlines:", err)
+		return 5
 	}
-	go h.readLoop(newFrameReader(in))
+	h := &host{
+		out:   &frameWriter{w: out},
+		in:    in,
+		fr:    newFrameReader(in),
+		tasks: map[int64]*hostTask{},
+		calls: map[int64]bool{},
+	}
 	return h.loop()
 }
 
@@ -57,11 +73,13 @@ type hostTask struct {
 type host struct {
 	outMu sync.Mutex
 	out   *frameWriter
-	inbox chan *msg
 
-	syncMu   sync.Mutex
-	syncWait map[int64]chan *msg
-	nextCall atomic.Int64
+	in       HostInput
+	fr       *frameReader
+	backlog  []*msg // frames read while waiting for a sync reply, in order
+	inErr    error  // the input ended (EOF or broken); set once
+	nextCall int64
+	calls    map[int64]bool // async iii.trigger calls awaiting a reply
 
 	iso       *v8.Isolate
 	ctx       *v8.Context
@@ -90,67 +108,57 @@ func (h *host) send(m *msg) {
 	}
 }
 
-func (h *host) readLoop(fr *frameReader) {
-	for {
-		m, err := fr.read()
-		if err != nil {
-			close(h.inbox)
-			return
-		}
-		if m.T == "reply" {
-			h.syncMu.Lock()
-			ch, ok := h.syncWait[m.Call]
-			if ok {
-				delete(h.syncWait, m.Call)
-			}
-			h.syncMu.Unlock()
-			if ok {
-				ch <- m
-				continue
-			}
-		}
-		h.inbox <- m
+// readUntil reads the next frame, giving up at deadline (zero: never) with
+// an error for which os.IsTimeout is true. A frame cut by the deadline is
+// kept and completed by the next read.
+func (h *host) readUntil(deadline time.Time) (*msg, error) {
+	if h.inErr != nil {
+		return nil, h.inErr
 	}
+	if err := h.in.SetReadDeadline(deadline); err != nil {
+		h.inErr = err
+		return nil, err
+	}
+	m, err := h.fr.read()
+	if err != nil && !os.IsTimeout(err) {
+		h.inErr = err
+	}
+	return m, err
 }
 
-func (h *host) loop() int {
-	timer := time.NewTimer(time.Hour)
-	for {
-		h.armTimer(timer)
-		select {
-		case m, ok := <-h.inbox:
-			if !ok {
-				return 0
-			}
-			if code, exit := h.handle(m); exit {
-				return code
-			}
-		case <-timer.C:
-			if h.expireIdle() {
-				return 0
-			}
-		}
+// next returns the next message to handle: the backlog first, else the
+// pipe, waking at the earliest task deadline (a timeout error then).
+func (h *host) next() (*msg, error) {
+	if len(h.backlog) > 0 {
+		m := h.backlog[0]
+		h.backlog = h.backlog[1:]
+		return m, nil
 	}
-}
-
-func (h *host) armTimer(t *time.Timer) {
-	next := time.Time{}
+	var next time.Time
 	for _, tk := range h.tasks {
 		if next.IsZero() || tk.deadline.Before(next) {
 			next = tk.deadline
 		}
 	}
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
+	return h.readUntil(next)
+}
+
+func (h *host) loop() int {
+	for {
+		m, err := h.next()
+		if err != nil {
+			if os.IsTimeout(err) {
+				if h.expireIdle() {
+					return 0
+				}
+				continue
+			}
+			return 0
+		}
+		if code, exit := h.handle(m); exit {
+			return code
 		}
 	}
-	if next.IsZero() {
-		t.Reset(time.Hour)
-		return
-	}
-	t.Reset(time.Until(next))
 }
 
 // expireIdle kills the isolate when a task's deadline passed while no JS was
@@ -230,6 +238,10 @@ func (h *host) handle(m *msg) (int, bool) {
 			return err
 		}, m.Task)
 	case "reply":
+		if !h.calls[m.Call] {
+			return 0, false // a late answer to a call that gave up, or a forgery
+		}
+		delete(h.calls, m.Call)
 		h.inflight--
 		return h.enter(func() error {
 			text := string(m.Value)
@@ -247,6 +259,7 @@ func (h *host) handle(m *msg) (int, bool) {
 		h.api, h.files, h.namespace = nil, nil, ""
 		h.tasks = map[int64]*hostTask{}
 		h.runTask, h.inflight, h.detached = 0, 0, 0
+		h.calls = map[int64]bool{}
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
@@ -562,7 +575,9 @@ func (h *host) trigger(arg string) nativeResult {
 		}
 	}
 	args, _ := json.Marshal(map[string]any{"function_id": head.FunctionID, "payload": json.RawMessage(payload), "action": action, "timeout_ms": reqMS})
-	id := h.nextCall.Add(1)
+	h.nextCall++
+	id := h.nextCall
+	h.calls[id] = true
 	h.inflight++
 	var dl int64
 	if d := h.currentDeadline(); !d.IsZero() {
@@ -575,14 +590,24 @@ func (h *host) trigger(arg string) nativeResult {
 // syncCall asks the worker to perform op and waits for its answer
 // (registrations, which must claim ids in the worker's registry).
 func (h *host) syncCall(op, arg string) nativeResult {
-	id := h.nextCall.Add(1)
-	ch := make(chan *msg, 1)
-	h.syncMu.Lock()
-	h.syncWait[id] = ch
-	h.syncMu.Unlock()
+	h.nextCall++
+	id := h.nextCall
 	h.send(&msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg))})
-	select {
-	case r := <-ch:
+	// Wait here, inside the native callback, reading the pipe ourselves;
+	// everything else that arrives meanwhile is handled afterwards, in order.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := h.readUntil(deadline)
+		if err != nil {
+			if os.IsTimeout(err) {
+				return fail("the worker did not answer %s in time", op)
+			}
+			return fail("the worker is gone")
+		}
+		if r.T != "reply" || r.Call != id {
+			h.backlog = append(h.backlog, r)
+			continue
+		}
 		if !r.OK {
 			return fail("%s", r.Error)
 		}
@@ -591,11 +616,6 @@ func (h *host) syncCall(op, arg string) nativeResult {
 			_ = json.Unmarshal(r.Value, &v)
 		}
 		return nativeResult{V: v}
-	case <-time.After(10 * time.Second):
-		h.syncMu.Lock()
-		delete(h.syncWait, id)
-		h.syncMu.Unlock()
-		return fail("the worker did not answer %s in time", op)
 	}
 }
 

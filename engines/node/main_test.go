@@ -19,7 +19,7 @@ import (
 // with HostArg.
 func TestMain(m *testing.M) {
 	if os.Getenv("CODE_RUNNER_ISOLATE_HOST") == "1" {
-		os.Exit(RunHost(os.Stdin, os.Stdout))
+		os.Exit(ServeHost())
 	}
 	os.Exit(m.Run())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -484,4 +485,85 @@ func TestMemoryMBIsClamped(t *testing.T) {
 	if clampHeap(4096, &r.cfg) != 1024 || clampHeap(1, &r.cfg) != 16 || clampHeap(0, &r.cfg) != 128 {
 		t.Fatal("clamp")
 	}
+}
+
+// TestScratchDirectoryLifecycle: contract §10 — a private directory under
+// scratch_root (created if missing), mode 0700, a random name unrelated to
+// the runtime id, deleted when the runtime ends; and a run that never
+// writes a file leaves nothing on disk.
+func TestScratchDirectoryLifecycle(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "missing", "root")
+	r, _ := newLoopRig(t, func(c *configsvc.Config) { c.ScratchRoot = &root })
+	entries := func() []os.DirEntry {
+		es, _ := os.ReadDir(root)
+		return es
+	}
+	// A one-shot that does not touch iii.files creates nothing.
+	mustRun(t, r, node(`return iii.files.list().length`))
+	if es := entries(); len(es) != 0 {
+		t.Fatalf("a run without writes left %d entries under scratch_root", len(es))
+	}
+	kept := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "code": `iii.files.write("a.txt", "hello"); return 1`})
+	es := entries()
+	if len(es) != 1 {
+		t.Fatalf("want one scratch directory under the (created) root, got %d", len(es))
+	}
+	dir := filepath.Join(root, es[0].Name())
+	info, err := os.Lstat(dir)
+	if err != nil || !info.IsDir() || info.Mode().Perm() != 0o700 {
+		t.Fatalf("scratch directory %s: %v %v", dir, info.Mode(), err)
+	}
+	uuidPart := strings.TrimPrefix(kept.RuntimeID, "rt-")
+	if strings.Contains(es[0].Name(), uuidPart) {
+		t.Fatalf("scratch directory %q is named after the runtime id", es[0].Name())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "hello" {
+		t.Fatalf("file in scratch: %q %v", b, err)
+	}
+	// The same runtime sees its file on the next call.
+	res := mustRun(t, r, map[string]any{"runtime_id": kept.RuntimeID, "code": `return iii.files.readText("a.txt")`})
+	if string(res.Result) != `"hello"` {
+		t.Fatalf("%s", res.Result)
+	}
+	// A one-shot that writes gets its own directory, gone when it ends.
+	mustRun(t, r, node(`iii.files.write("b.txt", "x"); return 1`))
+	if !eventually(func() bool { return len(entries()) == 1 }) {
+		t.Fatalf("one-shot scratch directory not deleted: %d entries", len(entries()))
+	}
+	if n := r.reg.ReapIdleKept(0); n != 1 {
+		t.Fatalf("reaped %d runtimes, want 1", n)
+	}
+	if !eventually(func() bool { return len(entries()) == 0 }) {
+		t.Fatalf("kept runtime's scratch directory not deleted after it was destroyed")
+	}
+}
+
+// TestScratchRootUnusable: a scratch_root the worker cannot create makes
+// the write fail with a message naming the setting and no host path; the
+// run itself still starts and other runs are unaffected.
+func TestScratchRootUnusable(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(blocker, "root") // a path under a regular file
+	r, _ := newLoopRig(t, func(c *configsvc.Config) { c.ScratchRoot = &root })
+	res := mustRun(t, r, node(`try { iii.files.write("a", "1") } catch (e) { return e.message }`))
+	if string(res.Result) != `"could not create this runtime's scratch directory; the operator should check scratch_root"` {
+		t.Fatalf("%s", res.Result)
+	}
+	if res := mustRun(t, r, node(`return 2+2`)); string(res.Result) != "4" {
+		t.Fatalf("%s", res.Result)
+	}
+}
+
+// eventually polls cond for up to 10 s (background cleanup runs after the
+// response).
+func eventually(cond func() bool) bool {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }

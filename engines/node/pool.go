@@ -25,19 +25,38 @@ func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 }
 
 // take hands out a pooled host with heap cap heapMB and iii.files as asked.
-func (e *Engine) take(heapMB int64, filesOn bool) *hostProc {
-	h, ok := e.pool.Take(func(h *hostProc) bool { return h.heapMB == heapMB && h.filesOn == filesOn })
+// A loan (one-shot runtimes) is expected back through give.
+func (e *Engine) take(heapMB int64, filesOn, loan bool) *hostProc {
+	match := func(h *hostProc) bool { return h.heapMB == heapMB && h.filesOn == filesOn }
+	var h *hostProc
+	var ok bool
+	if loan {
+		h, ok = e.pool.Borrow(match)
+	} else {
+		h, ok = e.pool.Take(match)
+	}
 	if !ok {
 		return nil
 	}
 	return h
 }
 
-// give takes back a host whose runtime ended cleanly: it is reset to a fresh
-// isolate and parked when the pool has room; otherwise it is killed.
-func (e *Engine) give(h *hostProc) {
+// give takes back a host whose runtime ended: a healthy one is reset to a
+// fresh isolate and parked when the pool has room; otherwise it is killed.
+// loan settles a take(…, loan=true).
+func (e *Engine) give(h *hostProc, healthy, loan bool) {
 	cfg := e.opts.Live()
-	if !e.pool.Room() || !h.recycle(cfg.HeapMB, cfg.ScratchMB > 0) || !e.pool.Put(h) {
+	reusable := healthy && e.pool.Room() && h.recycle(cfg.HeapMB, cfg.ScratchMB > 0)
+	parked := false
+	switch {
+	case loan && reusable:
+		parked = e.pool.Settle(&h)
+	case loan:
+		e.pool.Settle(nil)
+	case reusable:
+		parked = e.pool.Put(h)
+	}
+	if !parked {
 		h.kill("destroy")
 	}
 }

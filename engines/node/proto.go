@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -88,28 +87,66 @@ func (fw *frameWriter) write(m *msg) error {
 	return nil
 }
 
+// frameReader reads frames. A read error that is only a deadline (the
+// host's idle wake-up) loses nothing: the bytes of a frame cut short stay
+// buffered and the next read completes it.
 type frameReader struct {
-	r *bufio.Reader
+	r   io.Reader
+	buf []byte // buf[off:] holds bytes read but not yet consumed
+	off int
 }
 
-func newFrameReader(r io.Reader) *frameReader { return &frameReader{r: bufio.NewReaderSize(r, 64<<10)} }
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{r: r, buf: make([]byte, 0, 64<<10)}
+}
 
 func (fr *frameReader) read() (*msg, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
-		return nil, err
+	for {
+		if b := fr.buf[fr.off:]; len(b) >= 4 {
+			n := binary.BigEndian.Uint32(b[:4])
+			if n > maxFrame {
+				return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
+			}
+			if uint32(len(b)-4) >= n {
+				var m msg
+				err := json.Unmarshal(b[4:4+n], &m)
+				fr.off += 4 + int(n)
+				if fr.off == len(fr.buf) {
+					fr.buf, fr.off = fr.buf[:0], 0
+					if cap(fr.buf) > 1<<20 {
+						fr.buf = make([]byte, 0, 64<<10) // let a big frame's buffer go
+					}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("decode frame: %w", err)
+				}
+				return &m, nil
+			}
+			fr.reserve(4 + int(n))
+		} else {
+			fr.reserve(4)
+		}
+		k, err := fr.r.Read(fr.buf[len(fr.buf):cap(fr.buf)])
+		fr.buf = fr.buf[:len(fr.buf)+k]
+		if err != nil {
+			if err == io.EOF && len(fr.buf) > fr.off {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
+}
+
+// reserve makes room for a frame of total bytes starting at off, moving
+// the unconsumed bytes to the front.
+func (fr *frameReader) reserve(total int) {
+	if fr.off > 0 {
+		n := copy(fr.buf, fr.buf[fr.off:])
+		fr.buf, fr.off = fr.buf[:n], 0
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(fr.r, b); err != nil {
-		return nil, err
+	if cap(fr.buf) < total {
+		nb := make([]byte, len(fr.buf), total)
+		copy(nb, fr.buf)
+		fr.buf = nb
 	}
-	var m msg
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("decode frame: %w", err)
-	}
-	return &m, nil
 }

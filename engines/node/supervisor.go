@@ -7,12 +7,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/code-runner-go/code-runner/internal/spinread"
 )
+
+// pipeSpin is how long each side of the worker ⇄ host pipe polls for the
+// next frame before sleeping (see internal/spinread): long enough to catch
+// the answer to a small call, short enough not to matter when idle.
+const pipeSpin = 200 * time.Microsecond
 
 // hostProc is one supervised isolate-host process.
 type hostProc struct {
@@ -21,6 +29,8 @@ type hostProc struct {
 	heapMB  int64
 	filesOn bool // the prelude was built with iii.files
 	log     *slog.Logger
+
+	stdout *os.File // read end of the host's stdout, closed after it exits
 
 	wmu sync.Mutex
 	w   *frameWriter
@@ -70,17 +80,28 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	pr, pw, err := os.Pipe()
 	if err != nil {
+		return nil, fmt.Errorf("host pipe: %w", err)
+	}
+	cmd.Stdout = pw
+	stdout, err := spinread.New(pr, pipeSpin)
+	if err != nil {
+		pr.Close()
+		pw.Close()
 		return nil, err
 	}
 	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
 	cmd.Stderr = &p.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close() // the child holds its own copy
+	if err != nil {
+		pr.Close()
 		return nil, fmt.Errorf("start isolate host: %w", err)
 	}
 	p.pid = cmd.Process.Pid
 	ready := make(chan *msg, 1)
+	p.stdout = pr
 	go p.readLoop(newFrameReader(stdout), ready)
 	if err := p.send(&msg{T: "init", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
 		p.kill("destroy")
@@ -129,6 +150,8 @@ func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 			}
 		case "fatal":
 			p.log.Error("isolate host failed", "err", m.Error)
+		case "warn":
+			p.log.Warn(m.Text, "pid", p.pid)
 		case "done":
 			p.mu.Lock()
 			ch := p.waiters[m.Task]
@@ -159,6 +182,7 @@ func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 		close(ready)
 	}
 	err := p.cmd.Wait()
+	p.stdout.Close()
 	reason := p.classify(err)
 	p.mu.Lock()
 	p.deathAs = reason

@@ -10,7 +10,7 @@ import (
 // TestMain doubles as the isolate host for the node engine under test.
 func TestMain(m *testing.M) {
 	if os.Getenv("CODE_RUNNER_ISOLATE_HOST") == "1" {
-		os.Exit(node.RunHost(os.Stdin, os.Stdout))
+		os.Exit(node.ServeHost())
 	}
 	os.Exit(m.Run())
 }

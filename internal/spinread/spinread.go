@@ -1,0 +1,90 @@
+// Package spinread reads a pipe with a short busy-poll before sleeping.
+//
+// Between the worker and its isolate hosts every call is a request and an
+// answer over a pipe. Measured on the 2-core VMs this project runs on, the
+// pipe itself costs ~10 µs a round trip, but waking a process whose threads
+// have gone to sleep costs 30–60 µs per direction, several times the work of
+// a small call. A reader that keeps polling the descriptor for a short while
+// after each message catches the next one while its thread is still awake.
+// The poll yields to other goroutines (runtime.Gosched) on every empty try,
+// so it only burns CPU nothing else wanted, and only for Spin per read.
+package spinread
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// Reader reads a non-blocking *os.File (a pipe from os.Pipe or made
+// non-blocking with syscall.SetNonblock), polling for up to Spin before
+// waiting on the runtime's poller. Read deadlines set on the file apply.
+type Reader struct {
+	f    *os.File
+	rc   syscall.RawConn
+	spin time.Duration
+}
+
+// New wraps f. It fails when f is not pollable (a blocking descriptor).
+func New(f *os.File, spin time.Duration) (*Reader, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("spinread: %w", err)
+	}
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		return nil, fmt.Errorf("spinread: %s is not pollable: %w", f.Name(), err)
+	}
+	return &Reader{f: f, rc: rc, spin: spin}, nil
+}
+
+// SetReadDeadline sets the deadline of the underlying file.
+func (r *Reader) SetReadDeadline(t time.Time) error { return r.f.SetReadDeadline(t) }
+
+// Read reads into p: at once when data is there, after a short poll when
+// it arrives within Spin, else when the poller wakes (or the deadline
+// passes, with an error for which os.IsTimeout is true).
+func (r *Reader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var (
+		n       int
+		rerr    error
+		spinEnd time.Time
+		spun    bool
+	)
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = syscall.Read(int(fd), p)
+			switch {
+			case rerr == syscall.EINTR:
+				continue
+			case rerr != syscall.EAGAIN:
+				return true
+			case spun:
+				return false // already polled once; let the poller wait
+			}
+			if spinEnd.IsZero() {
+				spinEnd = time.Now().Add(r.spin)
+			}
+			if !time.Now().Before(spinEnd) {
+				spun = true
+				return false
+			}
+			runtime.Gosched()
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if rerr != nil {
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}

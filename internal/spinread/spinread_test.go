@@ -1,0 +1,82 @@
+package spinread
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"testing"
+	"time"
+)
+
+func pipe(t *testing.T, spin time.Duration) (*Reader, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	sr, err := New(r, spin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sr, w
+}
+
+func TestReadsWhatIsWritten(t *testing.T) {
+	for _, spin := range []time.Duration{0, 200 * time.Microsecond, 50 * time.Millisecond} {
+		sr, w := pipe(t, spin)
+		want := bytes.Repeat([]byte("frame-"), 20000) // larger than a pipe buffer
+		go func() {
+			for i := 0; i < len(want); i += 1000 {
+				w.Write(want[i:min(i+1000, len(want))])
+				if i%20000 == 0 {
+					time.Sleep(time.Millisecond) // some reads must wait
+				}
+			}
+			w.Close()
+		}()
+		got, err := io.ReadAll(sr)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("spin %v: read %d bytes (want %d), err %v", spin, len(got), len(want), err)
+		}
+	}
+}
+
+func TestDeadlineKeepsLaterData(t *testing.T) {
+	sr, w := pipe(t, 100*time.Microsecond)
+	buf := make([]byte, 16)
+	if err := sr.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sr.Read(buf); !os.IsTimeout(err) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	w.Write([]byte("late"))
+	if err := sr.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := sr.Read(buf)
+	if err != nil || string(buf[:n]) != "late" {
+		t.Fatalf("%q %v", buf[:n], err)
+	}
+}
+
+func TestEOF(t *testing.T) {
+	sr, w := pipe(t, time.Millisecond)
+	w.Close()
+	if _, err := sr.Read(make([]byte, 4)); err != io.EOF {
+		t.Fatalf("want EOF, got %v", err)
+	}
+}
+
+func TestRefusesBlockingFile(t *testing.T) {
+	f, err := os.Open(os.DevNull) // a regular character device: not pollable
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := New(f, time.Millisecond); err == nil {
+		t.Fatal("a non-pollable file was accepted")
+	}
+}
