@@ -12,7 +12,7 @@ import (
 	"github.com/code-runner-go/code-runner/internal/benchutil"
 )
 
-func benchRun(b *testing.B, r *rig, req map[string]any) resp {
+func benchRun(b testing.TB, r *rig, req map[string]any) resp {
 	res, err := r.run(b, req)
 	if err != nil {
 		b.Fatal(err)

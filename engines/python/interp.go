@@ -35,6 +35,7 @@ type interp struct {
 	cancel   context.CancelFunc
 	stdinW   *io.PipeWriter
 	stdinMu  sync.Mutex
+	stdin    *stdinReader
 	stdout   *stdoutScanner
 	stderr   *stderrWriter
 	events   chan []byte
@@ -69,13 +70,14 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	pr, pw := io.Pipe()
 	events := make(chan []byte, 16)
 	ip := &interp{name: "py-" + strconv.FormatInt(interpSeq.Add(1), 10), wr: wr, stdinW: pw, events: events,
+		stdin: &stdinReader{r: pr, reading: make(chan struct{}, 1)},
 		done: make(chan struct{}), outDir: outDir, workDir: workDir, memPages: uint32(memMB * 16)}
 	ip.stdout = newStdoutScanner(sentinel, events)
 	ip.stderr = &stderrWriter{}
 	cfg := wazero.NewModuleConfig().
 		WithName(ip.name).
 		WithArgs("python", "-I", "-B", "/run/main.py", "/run", "/out").
-		WithStdin(pr).WithStdout(ip.stdout).WithStderr(ip.stderr).
+		WithStdin(ip.stdin).WithStdout(ip.stdout).WithStderr(ip.stderr).
 		WithFSConfig(fsc).
 		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -150,10 +152,13 @@ func (ip *interp) dead() bool {
 func (ip *interp) send(body []byte) error {
 	ip.stdinMu.Lock()
 	defer ip.stdinMu.Unlock()
-	if _, err := io.WriteString(ip.stdinW, strconv.Itoa(len(body))+"\n"); err != nil {
-		return err
-	}
-	_, err := ip.stdinW.Write(body)
+	// One write: each write on the pipe is a hand-off to the guest's
+	// goroutine, and that wake-up costs more than the copy.
+	buf := make([]byte, 0, len(body)+12)
+	buf = strconv.AppendInt(buf, int64(len(body)), 10)
+	buf = append(buf, '\n')
+	buf = append(buf, body...)
+	_, err := ip.stdinW.Write(buf)
 	return err
 }
 
@@ -190,4 +195,26 @@ func (ip *interp) waitEvent(timer <-chan time.Time) ([]byte, bool) {
 	case <-timer:
 		return nil, true
 	}
+}
+
+// stdinReader is the guest's stdin. It tells the host when the guest is
+// waiting for input: a turn ends only when the wrapper has reported
+// turn_done *and* gone back to reading its next frame, so a turn_done forged
+// by tenant code cannot leave tenant code running, unwatched, after its
+// turn was answered.
+type stdinReader struct {
+	r       *io.PipeReader
+	waiting atomic.Bool
+	reading chan struct{} // a wake-up each time a read starts
+}
+
+func (s *stdinReader) Read(p []byte) (int, error) {
+	s.waiting.Store(true)
+	select {
+	case s.reading <- struct{}{}:
+	default:
+	}
+	n, err := s.r.Read(p)
+	s.waiting.Store(false)
+	return n, err
 }

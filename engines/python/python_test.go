@@ -451,3 +451,65 @@ func TestSharedCacheHoldsPythonWasm(t *testing.T) {
 		t.Fatalf("no compiled python.wasm in %s: %v", CacheDir(testCacheDir), err)
 	}
 }
+
+// TestForgedTurnDoneSpeaksOnlyForItsOwnTurn: tenant code can read the
+// sentinel and print a turn_done line with any envelope. It ends its own
+// turn early with a result it could have returned anyway; it must not
+// crash the runtime, and the next turn's answer must be the next turn's.
+func TestForgedTurnDoneSpeaksOnlyForItsOwnTurn(t *testing.T) {
+	r := newRig(t, nil)
+	k, err := r.run(t, map[string]any{"lang": "python", "keep": true, "code": "n = 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forge := `import json, sys
+s = json.load(open('/run/iii.json'))['sentinel']
+sys.stdout.write('\n' + s + '\n' + '{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}' + '\n')
+sys.stdout.flush()
+n += 1
+result = 'real'`
+	res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": forge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Result) != `"forged"` && string(res.Result) != `"real"` {
+		t.Fatalf("forged turn: %s", res.Result)
+	}
+	for i := 0; i < 3; i++ {
+		want := fmt.Sprintf(`"next-%d"`, i)
+		res, err = r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": fmt.Sprintf("result = 'next-%d'", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res.Result) != want {
+			t.Fatalf("turn %d after a forged turn_done answered %s, want %s", i, res.Result, want)
+		}
+	}
+}
+
+// TestForgedTurnDoneCannotLeaveCodeRunning: a forged turn_done followed by
+// more computation does not end the turn — the turn ends when the wrapper
+// reads its next frame — so the computation stays under the deadline and
+// is killed by it, instead of running on unwatched after an early answer.
+func TestForgedTurnDoneCannotLeaveCodeRunning(t *testing.T) {
+	r := newRig(t, nil)
+	k, err := r.run(t, map[string]any{"lang": "python", "keep": true, "code": "n = 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spin := `import json, sys
+s = json.load(open('/run/iii.json'))['sentinel']
+sys.stdout.write('\n' + s + '\n' + '{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}' + '\n')
+sys.stdout.flush()
+while True:
+    pass`
+	res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": spin, "timeout_ms": 500})
+	if err == nil || err.Code != core.CodeTimeout {
+		t.Fatalf("want a timeout, got %v (result %s)", err, res.Result)
+	}
+	// The runtime lives on with a fresh interpreter (§5.5).
+	res, err = r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": "result = 'after'"})
+	if err != nil || string(res.Result) != `"after"` {
+		t.Fatalf("%v %s", err, res.Result)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -241,13 +240,37 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	watch := time.NewTicker(250 * time.Millisecond)
 	defer watch.Stop()
 	replies := make(chan []byte, 1)
+	var done []byte // the latest turn_done; the turn ends once the guest reads stdin again
+	finish := func() turnResult {
+		// The guest is blocked reading stdin: everything it printed before
+		// is already queued. Take the last turn_done among it.
+		for {
+			select {
+			case ev := <-ip.events:
+				if kindOf(ev) == "turn_done" {
+					done = ev
+				}
+				continue
+			default:
+			}
+			break
+		}
+		ip.stdout.flush()
+		return r.finishTurn(ip, done, &stdout, &stderr)
+	}
 	for {
 		select {
+		case <-ip.stdin.reading:
+			if done != nil && ip.stdin.waiting.Load() {
+				return finish()
+			}
 		case ev := <-ip.events:
 			switch kindOf(ev) {
 			case "turn_done":
-				ip.stdout.flush()
-				return r.finishTurn(ip, &stdout, &stderr)
+				done = ev
+				if ip.stdin.waiting.Load() {
+					return finish()
+				}
 			case "trigger":
 				go func(ev []byte) { replies <- r.trigger(ctx, ev, bridge, deadline) }(ev)
 			case "sleep":
@@ -324,9 +347,9 @@ func (r *pyRuntime) afterDeath(ip *interp, stdout, stderr *capture) turnResult {
 	return turnResult{stdout: so, stderr: se, failure: failure, killed: true}
 }
 
-// finishTurn checks the kill conditions, then reads the envelope (a regular
-// file of at most 1 MiB; anything else is a failure).
-func (r *pyRuntime) finishTurn(ip *interp, stdout, stderr *capture) turnResult {
+// finishTurn checks the kill conditions, then takes the envelope from the
+// turn_done event (missing or malformed: a failure).
+func (r *pyRuntime) finishTurn(ip *interp, done []byte, stdout, stderr *capture) turnResult {
 	if r.overBudget(ip) {
 		ip.kill()
 		<-ip.done
@@ -334,7 +357,7 @@ func (r *pyRuntime) finishTurn(ip *interp, stdout, stderr *capture) turnResult {
 	}
 	so, se := streams(stdout, stderr)
 	res := turnResult{stdout: so, stderr: se}
-	env, ok := readEnvelope(ip.outDir)
+	env, ok := parseEnvelope(done)
 	if ok && env.OK {
 		if len(env.Result) == 0 {
 			env.Result = json.RawMessage("null")
@@ -362,21 +385,18 @@ func (r *pyRuntime) finishTurn(ip *interp, stdout, stderr *capture) turnResult {
 	return res
 }
 
-func readEnvelope(outDir string) (envelope, bool) {
-	path := filepath.Join(outDir, "result.json")
-	info, err := os.Lstat(path)
-	if err != nil || !info.Mode().IsRegular() || info.Size() > (1<<20)+64 {
+// parseEnvelope reads the envelope a turn_done event carries. The event is
+// untrusted like every guest frame (tenant code can print the sentinel), but
+// it can only speak for its own turn, and the kill conditions were checked
+// first.
+func parseEnvelope(done []byte) (envelope, bool) {
+	var ev struct {
+		Envelope *envelope `json:"envelope"`
+	}
+	if json.Unmarshal(done, &ev) != nil || ev.Envelope == nil {
 		return envelope{}, false
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return envelope{}, false
-	}
-	var env envelope
-	if json.Unmarshal(b, &env) != nil {
-		return envelope{}, false
-	}
-	return env, true
+	return *ev.Envelope, true
 }
 
 type guestRequest struct {
