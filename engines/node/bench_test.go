@@ -21,13 +21,10 @@ func benchRun(b *testing.B, r *rig, req map[string]any) {
 // BenchmarkNodeOneShot: one-shot `return 2+2` with a warm pool and
 // without, beside `node -e 'console.log(2+2)'` spawned per run.
 func BenchmarkNodeOneShot(b *testing.B) {
-	n := b.N
-	if n < 20 {
-		n = 20
-	}
+	n := max(b.N, 20)
 	warm := newRig(b, func(c *configsvc.Config) { c.WarmPoolNode = 4 }, nil, nil)
 	time.Sleep(2 * time.Second) // let the pool fill
-	pooled := benchutil.TimeEach(n, func() { benchRun(b, warm, node("return 2+2")) },
+	pooled := benchutil.TimeEach(max(n, 100), func() { benchRun(b, warm, node("return 2+2")) },
 		func() { time.Sleep(50 * time.Millisecond) }) // the pool refills in the background between requests
 	cold := newRig(b, nil, nil, nil)
 	fresh := benchutil.Time(n, func() { benchRun(b, cold, node("return 2+2")) })
@@ -49,7 +46,7 @@ func BenchmarkNodeKeptRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	req := map[string]any{"runtime_id": res.RuntimeID, "code": "return ++n"}
-	s := benchutil.Time(b.N+10, func() { benchRun(b, r, req) })
+	s := benchutil.Time(max(b.N, 1000), func() { benchRun(b, r, req) }) // ~0.1 s: enough for a stable p50
 	s.Report(b, "kept-run")
 }
 

@@ -46,7 +46,7 @@ func BenchmarkPythonOneShot(b *testing.B) {
 func BenchmarkPythonKeptTurn(b *testing.B) {
 	r := newRig(b, nil)
 	k := benchRun(b, r, map[string]any{"lang": "python", "keep": true, "code": "n = 0"})
-	turns := benchutil.Time(max(b.N, 20), func() { benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": "n += 1\nresult = n"}) })
+	turns := benchutil.Time(max(b.N, 300), func() { benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": "n += 1\nresult = n"}) })
 	turns.Report(b, "kept-turn")
 	res := benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": "import time\nt = time.perf_counter()\nfor i in range(200): iii.trigger({'function_id': 'test::echo', 'payload': i})\nresult = (time.perf_counter() - t) / 200 * 1000"})
 	var perCall float64

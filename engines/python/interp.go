@@ -71,7 +71,7 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	events := make(chan []byte, 16)
 	ip := &interp{name: "py-" + strconv.FormatInt(interpSeq.Add(1), 10), wr: wr, stdinW: pw, events: events,
 		stdin: &stdinReader{r: pr, reading: make(chan struct{}, 1)},
-		done: make(chan struct{}), outDir: outDir, workDir: workDir, memPages: uint32(memMB * 16)}
+		done:  make(chan struct{}), outDir: outDir, workDir: workDir, memPages: uint32(memMB * 16)}
 	ip.stdout = newStdoutScanner(sentinel, events)
 	ip.stderr = &stderrWriter{}
 	cfg := wazero.NewModuleConfig().

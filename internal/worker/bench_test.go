@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -18,9 +19,10 @@ func BenchmarkRunOverBus(b *testing.B) {
 	defer e.Close()
 	startServe(b, e, ServeOptions{})
 	time.Sleep(3 * time.Second) // pools fill
-	ctx := ctxT(b)
 	for _, tc := range []struct{ name, lang, code string }{{"node", "node", "return 2+2"}, {"python", "python", "result = 2+2"}} {
 		s := benchutil.TimeEach(max(b.N, 10), func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 			if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": tc.lang, "code": tc.code}, nil); err != nil || eb != nil {
 				b.Fatalf("%v %+v", err, eb)
 			}
