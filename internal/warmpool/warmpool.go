@@ -65,6 +65,12 @@ func (p *Pool[T]) Kick() {
 // Take hands out the first usable entry that match accepts (entries match
 // refuses are discarded), and starts a refill.
 func (p *Pool[T]) Take(match func(T) bool) (T, bool) {
+	return p.take(match, false)
+}
+
+// take hands out an entry; with loan, the loan is counted in the same
+// critical section, before the refill it kicks can look.
+func (p *Pool[T]) take(match func(T) bool, loan bool) (T, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.Kick()
@@ -72,6 +78,9 @@ func (p *Pool[T]) Take(match func(T) bool) (T, bool) {
 		e := p.ready[0]
 		p.ready = p.ready[1:]
 		if p.cfg.Usable(e) && (match == nil || match(e)) {
+			if loan {
+				p.loans++
+			}
 			return e, true
 		}
 		go p.cfg.Discard(e)
@@ -85,13 +94,7 @@ func (p *Pool[T]) Take(match func(T) bool) (T, bool) {
 // parked, so the pool does not boot a replacement that would only be
 // discarded when the entry returns.
 func (p *Pool[T]) Borrow(match func(T) bool) (T, bool) {
-	e, ok := p.Take(match)
-	if ok {
-		p.mu.Lock()
-		p.loans++
-		p.mu.Unlock()
-	}
-	return e, ok
+	return p.take(match, true)
 }
 
 // Settle ends a loan from Borrow. back is the entry, rebuilt for reuse, or
