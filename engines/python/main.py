@@ -44,14 +44,19 @@ def _read_frame():
     return _loads(buf.decode('utf-8'))
 
 
-def _emit(obj):
+def _emit_line(body):
+    # Tenant output first, so the event follows everything printed before it.
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except Exception:
         pass
-    _stdout.write(_MARK + _dumps(obj, separators=(',', ':'), ensure_ascii=False) + '\n')
+    _stdout.write(_MARK + body + '\n')
     _stdout.flush()
+
+
+def _emit(obj):
+    _emit_line(_dumps(obj, separators=(',', ':'), ensure_ascii=False))
 
 
 def _host_call(req):
@@ -205,26 +210,16 @@ def _turn(t):
     return failure or env
 
 
-def _done_line(env):
+def _done_body(env):
     if not _isinstance(env, str):
         env = _dumps(env, ensure_ascii=False, separators=(',', ':'))
-    return _MARK + '{"kind":"turn_done","envelope":' + env + '}\n'
-
-
-def _finish(env):
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        pass
-    _stdout.write(_done_line(env))
-    _stdout.flush()
+    return '{"kind":"turn_done","envelope":' + env + '}'
 
 
 # Warm every path a turn takes (compile, exec, serialization, the envelope
 # line) before parking, so the first tenant turn does not pay for it.
 try:
-    _done_line(_turn({'kind': 'run', 'code': 'result = [1]', 'payload': None}))
+    _done_body(_turn({'kind': 'run', 'code': 'result = [1]', 'payload': None}))
 except BaseException:
     pass
 G.pop('result', None)
@@ -238,6 +233,6 @@ while True:
     except BaseException as e:
         envelope = _failure('python_exception', e)
     try:
-        _finish(envelope)
+        _emit_line(_done_body(envelope))
     except BaseException:
         _emit({'kind': 'turn_done'})

@@ -452,6 +452,14 @@ func TestSharedCacheHoldsPythonWasm(t *testing.T) {
 	}
 }
 
+// forgeTurnDone is tenant code that reads the sentinel and prints a
+// turn_done line with a forged successful envelope.
+const forgeTurnDone = `import json, sys
+s = json.load(open('/run/iii.json'))['sentinel']
+sys.stdout.write('\n' + s + '\n' + '{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}' + '\n')
+sys.stdout.flush()
+`
+
 // TestForgedTurnDoneSpeaksOnlyForItsOwnTurn: tenant code can read the
 // sentinel and print a turn_done line with any envelope. It ends its own
 // turn early with a result it could have returned anyway; it must not
@@ -462,11 +470,7 @@ func TestForgedTurnDoneSpeaksOnlyForItsOwnTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forge := `import json, sys
-s = json.load(open('/run/iii.json'))['sentinel']
-sys.stdout.write('\n' + s + '\n' + '{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}' + '\n')
-sys.stdout.flush()
-n += 1
+	forge := forgeTurnDone + `n += 1
 result = 'real'`
 	res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": forge})
 	if err != nil {
@@ -497,11 +501,7 @@ func TestForgedTurnDoneCannotLeaveCodeRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spin := `import json, sys
-s = json.load(open('/run/iii.json'))['sentinel']
-sys.stdout.write('\n' + s + '\n' + '{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}' + '\n')
-sys.stdout.flush()
-while True:
+	spin := forgeTurnDone + `while True:
     pass`
 	res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": spin, "timeout_ms": 500})
 	if err == nil || err.Code != core.CodeTimeout {
