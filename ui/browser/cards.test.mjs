@@ -37,6 +37,8 @@ after(async () => {
 })
 
 test('the configuration form honours focusField (deep link)', async () => {
+  // The form focuses in an effect, after React commits: wait for it (up to 5 s), then check.
+  await page.waitForFunction(() => document.activeElement?.getAttribute('data-field') === 'heap_mb', null, { timeout: 5000 }).catch(() => {})
   assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-field')), 'heap_mb')
 })
 

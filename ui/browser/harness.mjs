@@ -80,7 +80,11 @@ root.appendChild(formSlot)
 window.__lastConfig = null
 createRoot(formSlot).render(createElement(forms['code-runner'], { id: 'code-runner', schema: null,
   value: { max_runtimes: 32, scratch_mb: 8 }, onChange: (v) => { window.__lastConfig = v }, focusField: ['heap_mb'] }))
-setTimeout(() => { window.__ready = true }, 50)
+// Ready when React has committed every card and the form (render is
+// asynchronous; a fixed delay was flaky on a loaded machine).
+const rendered = () => [...root.children].every((s) => s.childElementCount > 0) && document.querySelector('#card-config [data-field]') !== null
+const poll = () => { if (rendered()) window.__ready = true; else setTimeout(poll, 10) }
+poll()
 </script></body></html>`
 
 /** startHarness builds the vendor shims and serves the page; it resolves with its URL. */
