@@ -57,7 +57,7 @@ type Engine struct {
 	closed   atomic.Bool
 	hostsMu  sync.Mutex
 	hosts    map[*hostProc]bool
-	runtimes sync.WaitGroup
+	cleanups inFlight // Destroy's background work: scratch removal, host recycling
 }
 
 // New returns a node engine and starts its warm pool.
@@ -111,6 +111,49 @@ func (e *Engine) Close() {
 	for _, h := range hosts {
 		<-h.exited
 	}
+	// Scratch directories of runtimes destroyed just before (worker
+	// shutdown) must be gone when Close returns, not left to a goroutine
+	// the exiting process never runs.
+	e.cleanups.wait()
+}
+
+// inFlight counts background jobs. Unlike sync.WaitGroup it may gain jobs
+// while someone waits (a runtime destroyed during Close): wait returns at
+// the first moment the count is zero.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero; nil while nobody waits
+}
+
+func (f *inFlight) start() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inFlight) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+func (f *inFlight) wait() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	ch := f.idle
+	f.mu.Unlock()
+	<-ch
 }
 
 // HostPIDs returns the pids of every host process alive now (pooled and
@@ -460,7 +503,9 @@ func (r *runtime) Destroy() []string {
 	// process — instead of paying for a new process.
 	p := r.host()
 	healthy := wasAlive && !p.dead()
+	r.e.cleanups.start()
 	go func() {
+		defer r.e.cleanups.done()
 		if r.scratchDir != "" {
 			_ = os.RemoveAll(r.scratchDir)
 		}

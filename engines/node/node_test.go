@@ -567,3 +567,24 @@ func eventually(cond func() bool) bool {
 	}
 	return cond()
 }
+
+// TestCloseRemovesScratchOfRuntimesDestroyedJustBefore: the worker's
+// shutdown destroys every runtime and then closes the engine; the scratch
+// directories must be gone when Close returns (the process exits next).
+func TestCloseRemovesScratchOfRuntimesDestroyedJustBefore(t *testing.T) {
+	root := t.TempDir()
+	r, _ := newLoopRig(t, func(c *configsvc.Config) { c.ScratchRoot = &root })
+	for i := 0; i < 3; i++ {
+		mustRun(t, r, map[string]any{"lang": "node", "keep": true, "code": `iii.files.write("f", "x".repeat(1000)); return 1`})
+	}
+	if es, _ := os.ReadDir(root); len(es) != 3 {
+		t.Fatalf("want 3 scratch directories, got %d", len(es))
+	}
+	if n := r.reg.ReapIdleKept(0); n != 3 {
+		t.Fatalf("reaped %d", n)
+	}
+	r.eng.Close()
+	if es, _ := os.ReadDir(root); len(es) != 0 {
+		t.Fatalf("%d scratch directories left after Close", len(es))
+	}
+}
