@@ -1,6 +1,7 @@
 package configsvc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +25,13 @@ type FileSource struct {
 	Debounce time.Duration // default 500 ms
 	// Apply receives every valid configuration read after a change.
 	Apply func(Config)
+
+	loaded []byte // the file's bytes as Load saw them (nil: missing)
 }
 
 // Load reads the file once. A missing file reports (fallback, false, nil).
 func (f *FileSource) Load(fallback Config) (Config, bool, error) {
+	f.loaded, _ = os.ReadFile(f.Path)
 	cfg, err := LoadFile(f.Path, f.Env)
 	if errors.Is(err, os.ErrNotExist) {
 		return fallback, false, nil
@@ -62,6 +66,11 @@ func (f *FileSource) Watch(ctx context.Context) error {
 	name := filepath.Base(f.Path)
 	var timer *time.Timer
 	fire := make(chan struct{}, 1)
+	// An edit between Load and the watch has no event: compare, and
+	// reload at once if the file is not what Load read.
+	if now, _ := os.ReadFile(f.Path); !bytes.Equal(now, f.loaded) {
+		fire <- struct{}{}
+	}
 	for {
 		select {
 		case <-ctx.Done():
