@@ -135,12 +135,21 @@ func (h *host) next() (*msg, error) {
 		return m, nil
 	}
 	var next time.Time
-	for _, tk := range h.tasks {
-		if next.IsZero() || tk.deadline.Before(next) {
-			next = tk.deadline
-		}
+	if tk := h.earliest(); tk != nil {
+		next = tk.deadline
 	}
 	return h.readUntil(next)
+}
+
+// earliest returns the active task with the nearest deadline, or nil.
+func (h *host) earliest() *hostTask {
+	var first *hostTask
+	for _, tk := range h.tasks {
+		if first == nil || tk.deadline.Before(first.deadline) {
+			first = tk
+		}
+	}
+	return first
 }
 
 func (h *host) loop() int {
@@ -164,12 +173,9 @@ func (h *host) loop() int {
 // expireIdle kills the isolate when a task's deadline passed while no JS was
 // running (a promise that never settles). It reports whether the host must exit.
 func (h *host) expireIdle() bool {
-	now := time.Now()
-	for _, tk := range h.tasks {
-		if !tk.deadline.After(now) {
-			h.die(statusTimeout, tk.id)
-			return true
-		}
+	if tk := h.earliest(); tk != nil && !tk.deadline.After(time.Now()) {
+		h.die(statusTimeout, tk.id)
+		return true
 	}
 	return false
 }
@@ -347,12 +353,7 @@ func (h *host) boolean(b bool) *v8.Value {
 // we did not fire, or a raised heap limit, is the heap cap. Either kills the
 // isolate, and the host exits.
 func (h *host) enter(fn func() error, task int64) (int, bool) {
-	var earliest *hostTask
-	for _, tk := range h.tasks {
-		if earliest == nil || tk.deadline.Before(earliest.deadline) {
-			earliest = tk
-		}
-	}
+	earliest := h.earliest()
 	var stop func() bool
 	if earliest != nil {
 		t := time.AfterFunc(time.Until(earliest.deadline), func() {

@@ -244,16 +244,16 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	finish := func() turnResult {
 		// The guest is blocked reading stdin: everything it printed before
 		// is already queued. Take the last turn_done among it.
+	drain:
 		for {
 			select {
 			case ev := <-ip.events:
 				if kindOf(ev) == "turn_done" {
 					done = ev
 				}
-				continue
 			default:
+				break drain
 			}
-			break
 		}
 		ip.stdout.flush()
 		return r.finishTurn(ip, done, &stdout, &stderr)
