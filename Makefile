@@ -92,7 +92,7 @@ e2e: build
 ## bench: benchmarks (speed only; tests never assert timings), each beside a
 ## baseline measured in the same run (node -e, python3 -c, a raw WebSocket).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/ ./internal/spinread/
 
 clean:
 	rm -rf bin deps/node_modules e2e/node_modules ui/node_modules ui/browser/out $(WASM_DST)
