@@ -80,8 +80,13 @@ func fits(raw json.RawMessage, s fieldSpec) bool {
 }
 
 // parseUint accepts a JSON number that is a non-negative integer no larger
-// than max (0 = no limit below 2^64-1); 5.0 counts as 5.
+// than max (0 = no limit below 2^64-1); 5.0 counts as 5. Only a JSON number
+// token qualifies: json.Number would also take a quoted number ("100").
 func parseUint(raw json.RawMessage, max uint64) (uint64, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || (t[0] != '-' && (t[0] < '0' || t[0] > '9')) {
+		return 0, false
+	}
 	var n json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -90,3 +90,26 @@ func TestCheckFormat(t *testing.T) {
 		})
 	}
 }
+
+// Every integer field refuses anything that is not a non-negative integer
+// JSON number — a quoted number included — with the exact R1 text.
+func TestDecodeRunIntegerFieldsRefuseNonIntegers(t *testing.T) {
+	for _, field := range []string{"timeout_ms", "memory_mb"} {
+		for _, bad := range []string{`"100"`, `1.5`, `-1`, `true`, `{}`, `1e400`, `[]`, `"-0"`} {
+			t.Run(field+"="+bad, func(t *testing.T) {
+				_, err := DecodeRun(json.RawMessage(`{"lang":"node","code":"return 1","` + field + `":` + bad + `}`))
+				want := "code-runner::invalid_request: invalid request: `" + field + "` must be a non-negative integer"
+				if err == nil || err.Error() != want {
+					t.Fatalf("got %v, want %q", err, want)
+				}
+			})
+		}
+		for _, good := range []string{`100`, `0`, `1e2`, ` 7 `} {
+			t.Run(field+"="+good+" accepted", func(t *testing.T) {
+				if _, err := DecodeRun(json.RawMessage(`{"lang":"node","code":"return 1","` + field + `":` + good + `}`)); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
