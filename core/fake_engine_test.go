@@ -16,6 +16,8 @@ import (
 //	"throw <text>"    exit 1, stderr text
 //	"block"           wait until the context ends → timeout error
 //	"kill"            terminate the runtime → timeout error, not alive
+//	"dieafter"        succeed, but the runtime is dead when the run returns
+//	                  (its host killed between the run's end and adoption)
 //	"trigger <id>"    call the bridge and return what it answered
 //	"set <v>" / "get" keep a value between calls
 type fakeEngine struct {
@@ -59,6 +61,11 @@ func (r *fakeRuntime) Run(ctx context.Context, ex Exec) (Outcome, error) {
 		r.alive = false
 		r.mu.Unlock()
 		return Outcome{}, ErrTimeout()
+	case "dieafter":
+		r.mu.Lock()
+		r.alive = false
+		r.mu.Unlock()
+		return Outcome{Result: json.RawMessage("1")}, nil
 	case "trigger":
 		v, err := ex.Bridge.Trigger(ctx, GuestTrigger{FunctionID: arg, Payload: json.RawMessage(`{}`)})
 		if err != nil {

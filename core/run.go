@@ -77,7 +77,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	runCtx, cancel := context.WithTimeout(ctx, call.Budget)
 	defer cancel()
 	out, runErr := rt.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge})
-	if runErr == nil && req.Keep && out.ExitCode == 0 && rt.Alive() {
+	if runErr == nil && req.Keep && out.ExitCode == 0 {
 		k := s.Registry.Adopt(req.Lang, rt, slot)
 		if m, ok := rt.(Mortal); ok {
 			// A kept runtime that dies between calls (a guest handler's
@@ -87,6 +87,15 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 					rt.Destroy()
 				}
 			})
+		}
+		// Checked after the death hook is in place: a runtime that died at
+		// the end of its run (or while being adopted) is never answered as
+		// kept — the caller gets the error, not an id that is already dead.
+		if !rt.Alive() {
+			if s.Registry.Forget(k, false) {
+				rt.Destroy()
+			}
+			return nil, ErrLostMidRun()
 		}
 		return response(call, out, k.ID), nil
 	}

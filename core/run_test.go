@@ -114,6 +114,19 @@ func TestRunKeepFailureLeavesNothing(t *testing.T) {
 	}
 }
 
+// A keep run whose runtime dies between the run's end and its adoption
+// never answers success without an id: it fails, and leaves nothing behind.
+func TestRunKeepRuntimeDeadAtAdoptionFails(t *testing.T) {
+	h := newHarness(t, nil)
+	res, err := h.run(t, `{"lang":"node","code":"dieafter","keep":true}`)
+	if err == nil || err.Error() != ErrLostMidRun().Error() {
+		t.Fatalf("got %+v, %v; want %v", res, err, ErrLostMidRun())
+	}
+	if len(h.reg.Kept()) != 0 || h.reg.SlotsInUse() != 0 || h.node.destroyed.Load() != 1 {
+		t.Fatalf("dead keep left something behind: kept %d slots %d destroyed %d", len(h.reg.Kept()), h.reg.SlotsInUse(), h.node.destroyed.Load())
+	}
+}
+
 func TestRunValidationOrder(t *testing.T) {
 	h := newHarness(t, nil)
 	tests := []struct{ payload, want string }{
