@@ -41,12 +41,31 @@ func SweepInterval(cfg *configsvc.Config) time.Duration {
 }
 
 // Sweeper reaps idle kept runtimes and node namespace runtimes against the
-// live idle_ttl_secs, recomputing its interval every tick.
+// live idle_ttl_secs. Its interval is recomputed every tick, and Wake makes a
+// configuration change take effect at once instead of after the wait begun
+// under the old value.
 type Sweeper struct {
 	Registry   *Registry
 	Namespaces *Namespaces
 	Live       func() *configsvc.Config
 	Log        *slog.Logger
+
+	wake chan struct{}
+}
+
+// NewSweeper returns a sweeper over reg and ns reading the live configuration.
+func NewSweeper(reg *Registry, ns *Namespaces, live func() *configsvc.Config, log *slog.Logger) *Sweeper {
+	return &Sweeper{Registry: reg, Namespaces: ns, Live: live, Log: log, wake: make(chan struct{}, 1)}
+}
+
+// Wake ends the current wait: the sweeper sweeps now under the live
+// configuration and waits the interval that configuration gives. Calls made
+// while a wake is pending coalesce; Wake never blocks.
+func (s *Sweeper) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Run ticks until ctx ends; the first tick is at start. A panic in a sweep
@@ -55,10 +74,14 @@ func (s *Sweeper) Run(ctx context.Context) {
 	for {
 		cfg := s.Live()
 		s.sweep(cfg)
+		t := time.NewTimer(SweepInterval(cfg))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(SweepInterval(cfg)):
+		case <-s.wake:
+			t.Stop()
+		case <-t.C:
 		}
 	}
 }

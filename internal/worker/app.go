@@ -37,6 +37,8 @@ type App struct {
 	ConfigChanged *hooks.Point[ConfigChange]
 	PreGenerate   *hooks.Point[*Turn]
 	applyMu       sync.Mutex
+
+	sweeper *core.Sweeper
 }
 
 // AppOptions configure NewApp.
@@ -67,6 +69,7 @@ func NewApp(o AppOptions) (*App, error) {
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run}
+	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, live, o.Log)
 	a.Router = core.NewRouter(o.Transport, o.Log)
 	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {
 		a.Router.Handle(id, route)
@@ -82,10 +85,10 @@ func (a *App) install(id string, dec core.Decoder, h core.Handler, stages ...cor
 	a.Router.Handle(id, core.Route{Decode: dec, Pipeline: core.NewPipeline(a.Store.Load(), h, stages...)})
 }
 
-// Sweeper returns the idle sweeper over this app's runtimes.
-func (a *App) Sweeper() *core.Sweeper {
-	return &core.Sweeper{Registry: a.Registry, Namespaces: a.Namespaces, Live: func() *configsvc.Config { return &a.Store.Load().Config }, Log: a.Log}
-}
+// Sweeper returns the idle sweeper over this app's runtimes; a configuration
+// change wakes it (the config_changed hook), so a lowered idle_ttl_secs
+// applies at once.
+func (a *App) Sweeper() *core.Sweeper { return a.sweeper }
 
 // Close destroys every runtime and stops the engines.
 func (a *App) Close() {

@@ -35,6 +35,10 @@ func (a *App) installHooks() {
 		a.Python.Reconfigure()
 		return c, nil
 	}})
+	a.ConfigChanged.Add(hooks.Stage[ConfigChange]{Name: "sweeper", Fn: func(ctx context.Context, c ConfigChange) (ConfigChange, error) {
+		a.sweeper.Wake()
+		return c, nil
+	}})
 	a.PreGenerate = hooks.NewPoint[*Turn](hooks.PreGenerate)
 	a.PreGenerate.Add(hooks.Stage[*Turn]{Name: "guidance", Fn: func(ctx context.Context, t *Turn) (*Turn, error) {
 		t.Response = guidance.Apply(t.Prompt, t.Enabled)

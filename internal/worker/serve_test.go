@@ -515,3 +515,70 @@ func TestUIHotReloadRegistersFreshTriggerThenDropsOld(t *testing.T) {
 		t.Fatalf("old trigger not replaced: %+v", e.Bindings("console:script"))
 	}
 }
+
+// Lowering idle_ttl_secs wakes the sweeper: runtimes already idle longer than
+// the new value are reaped within a couple of seconds of the change, not
+// after the wait the sweeper began under the old value (60 s at the default
+// 900). The wait below is only a failure bound, far under 60 s.
+func TestLoweredIdleTTLReapsAtOnce(t *testing.T) {
+	for _, mode := range []string{"engine", "file"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newTestEngine(t)
+			o := ServeOptions{}
+			path := filepath.Join(t.TempDir(), "code-runner.yaml")
+			if mode == "file" {
+				if err := os.WriteFile(path, []byte("idle_ttl_secs: 900\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				o = ServeOptions{ConfigSource: "file", ConfigFile: path}
+			}
+			s := startServe(t, e, o)
+			ctx := ctxT(t)
+			var ids []string
+			for _, lang := range []string{"node", "python"} {
+				out, eb := runNode(t, e, map[string]any{"lang": lang, "code": "result = 1", "keep": true})
+				if lang == "node" {
+					out, eb = runNode(t, e, map[string]any{"lang": lang, "code": "return 1", "keep": true})
+				}
+				if eb != nil || out["runtime_id"] == nil {
+					t.Fatalf("%s keep: %v %+v", lang, out, eb)
+				}
+				ids = append(ids, out["runtime_id"].(string))
+			}
+			if _, eb, err := e.Invoke(ctx, "code-runner::register_function", map[string]any{"function_id": "ttl-app::f", "lang": "node", "source": "function handler(p) { return 1 }"}, nil); err != nil || eb != nil {
+				t.Fatalf("register: %v %+v", err, eb)
+			}
+			if !e.HasFunction("ttl-app::f") {
+				t.Fatal("registered function not on the engine")
+			}
+			// The sweeper ticked at start and now waits 60 s; lower the TTL.
+			changed := time.Now()
+			if mode == "engine" {
+				c := s.app.Store.Load().Config
+				c.IdleTTLSecs = 1
+				if eb := e.Config.SetValue(ctx, "code-runner", json.RawMessage(c.JSON())); eb != nil {
+					t.Fatal(eb)
+				}
+			} else {
+				tmp := path + ".tmp"
+				_ = os.WriteFile(tmp, []byte("idle_ttl_secs: 1\n"), 0o600)
+				_ = os.Rename(tmp, path)
+			}
+			bound, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := e.WaitUntil(bound, func() bool { return !e.HasFunction("ttl-app::f") }); err != nil {
+				t.Fatalf("the idle node namespace was not reaped %v after the change\n%s", time.Since(changed), s.logs.String())
+			}
+			for _, id := range ids {
+				if err := e.WaitUntil(bound, func() bool { return len(s.app.Registry.Kept()) == 0 }); err != nil {
+					t.Fatalf("kept runtimes not reaped %v after the change", time.Since(changed))
+				}
+				_, eb := runNode(t, e, map[string]any{"runtime_id": id, "code": "return 1"})
+				want := "code-runner::expired: runtime " + id + " expired: it was reaped or killed and its functions unregistered — call run again without this runtime_id to get a fresh one (its scratch directory starts empty)"
+				if eb == nil || eb.Code != "code-runner::expired" || eb.Message != want {
+					t.Fatalf("after reap: %+v", eb)
+				}
+			}
+		})
+	}
+}
