@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
 // ResultCap applies the result cap of contract §7.1 to a completion value
@@ -68,11 +70,8 @@ func countObjectKeys(value json.RawMessage) (int, bool) {
 
 // encodeString renders s as a JSON string without HTML escaping.
 func encodeString(s string) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b, _ := jsonx.Marshal(s) // a string always encodes
+	return b
 }
 
 // Stream kinds named in the stream-cap marker.

@@ -1,9 +1,10 @@
 package core
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
 // Code is a code-runner error code; it travels as the wire error's `code`.
@@ -56,7 +57,7 @@ func (e *Error) Wire() WireError {
 }
 
 // MarshalJSON renders e in its wire shape.
-func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.Wire()) }
+func (e *Error) MarshalJSON() ([]byte, error) { return jsonx.Marshal(e.Wire()) }
 
 // AsError returns err as an *Error. Anything else becomes the internal
 // `code-runner::engine` error for functionID, keeping err as the cause.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
 type harness struct {
@@ -290,11 +291,15 @@ func TestTeardownRuntime(t *testing.T) {
 }
 
 func TestRunResponseKeepsHTMLCharacters(t *testing.T) {
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(&RunResponse{Stdout: "<a&b>", Result: json.RawMessage(`"<x>"`)})
-	if got := buf.String(); !strings.Contains(got, `"stdout":"<a&b>"`) || !strings.Contains(got, `"result":"<x>"`) {
+	b, err := jsonx.Marshal(&RunResponse{Stdout: "<a&b>\u2028", Result: json.RawMessage(`"<x>\u2029"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); !strings.Contains(got, `"stdout":"<a&b>`+"\u2028"+`"`) || !strings.Contains(got, `"result":"<x>`+"\u2029"+`"`) {
 		t.Fatalf("%s", got)
+	}
+	e, _ := jsonx.Marshal(Errorf(CodeHandlerError, "<&>"))
+	if string(e) != `{"code":"code-runner::handler_error","message":"code-runner::handler_error: <&>"}` {
+		t.Fatalf("%s", e)
 	}
 }

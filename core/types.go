@@ -1,9 +1,10 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 )
@@ -93,13 +94,7 @@ func (r RunResponse) MarshalJSON() ([]byte, error) {
 	if len(w.Result) == 0 {
 		w.Result = json.RawMessage("null")
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return jsonx.Marshal(w)
 }
 
 // TeardownRequest is the decoded code-runner::teardown request.

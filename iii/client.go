@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 )
@@ -576,7 +578,7 @@ func (c *Client) metadataFrame() *Frame {
 	if c.opts.Namespace != "" {
 		meta["namespace"] = c.opts.Namespace
 	}
-	data, _ := jsonMarshalNoEscape(meta)
+	data, _ := jsonx.Marshal(meta)
 	return &Frame{Type: TypeInvokeFunction, FunctionID: "engine::workers::register", Data: data, Action: json.RawMessage(`{"type":"void"}`)}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/google/uuid"
 )
 
@@ -155,7 +157,7 @@ func isUUID(s string) bool {
 // request_format and response_format (null when unset), as the engine's own
 // types do.
 func encodeFrame(f *Frame) []byte {
-	b, err := jsonMarshalNoEscape(f)
+	b, err := jsonx.Marshal(f)
 	if err != nil {
 		panic(fmt.Sprintf("iii: encode %s frame: %v", f.Type, err))
 	}
@@ -167,7 +169,7 @@ func encodeFrame(f *Frame) []byte {
 				m[k] = json.RawMessage("null")
 			}
 		}
-		b, _ = jsonMarshalNoEscape(m)
+		b, _ = jsonx.Marshal(m)
 	}
 	return b
 }
@@ -183,7 +185,7 @@ func marshalValue(v any) (json.RawMessage, error) {
 	case json.RawMessage:
 		return x, nil
 	}
-	b, err := jsonMarshalNoEscape(v)
+	b, err := jsonx.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

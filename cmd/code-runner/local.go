@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/internal/worker"
@@ -123,7 +125,7 @@ func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envF
 	if *memory > 0 {
 		req["memory_mb"] = *memory
 	}
-	payload, _ := json.Marshal(req)
+	payload, _ := jsonx.Marshal(req)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.MaxTimeoutMS)*time.Millisecond+30*time.Second)
 	defer cancel()
 	res, runErr := app.Router.Invoke(ctx, core.FnRun, payload, nil)

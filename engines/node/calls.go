@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/core"
 )
@@ -37,7 +39,7 @@ func (r *runtime) handleCall(m *msg) {
 		r.reply(m.Call, nil, r.unregisterFunction(m.Args))
 	case "registerTrigger":
 		id, err := r.registerTrigger(m.Args)
-		v, _ := json.Marshal(id)
+		v, _ := jsonx.Marshal(id)
 		r.reply(m.Call, v, err)
 	case "unregisterTrigger":
 		r.reply(m.Call, nil, r.unregisterTrigger(m.Args))
@@ -362,7 +364,7 @@ func (t *typeProvider) call(ctx context.Context, kind string, b core.Binding) er
 	if !provided {
 		return errors.New("trigger_type_not_found: this runtime no longer provides " + t.typeID)
 	}
-	body, _ := json.Marshal(b)
+	body, _ := jsonx.Marshal(b)
 	cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, t.r.e.opts.Live()))
 	defer cancel()
 	d, err := t.r.exec(cctx, &msg{T: kind, TypeID: t.typeID, Binding: body})

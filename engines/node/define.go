@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/core"
 )
 
@@ -39,7 +41,7 @@ func (r *runtime) Define(ctx context.Context, def core.Definition) error {
 	if def.ResponseFormat != nil {
 		opts["response_format"] = json.RawMessage(def.ResponseFormat)
 	}
-	optsJSON, _ := json.Marshal(opts)
+	optsJSON, _ := jsonx.Marshal(opts)
 	d, err := r.exec(ctx, &msg{T: "define", Code: stripExport(def.Source), FunctionID: def.FunctionID, Payload: optsJSON})
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	_ "embed"
 
 	v8 "github.com/tommie/v8go"
@@ -464,7 +466,7 @@ func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
 	default:
 		res = h.syncCall(op, arg)
 	}
-	b, _ := json.Marshal(res)
+	b, _ := jsonx.Marshal(res)
 	return h.str(string(b))
 }
 
@@ -575,7 +577,7 @@ func (h *host) trigger(arg string) nativeResult {
 			reqMS = 1
 		}
 	}
-	args, _ := json.Marshal(map[string]any{"function_id": head.FunctionID, "payload": json.RawMessage(payload), "action": action, "timeout_ms": reqMS})
+	args, _ := jsonx.Marshal(map[string]any{"function_id": head.FunctionID, "payload": json.RawMessage(payload), "action": action, "timeout_ms": reqMS})
 	h.nextCall++
 	id := h.nextCall
 	h.calls[id] = true

@@ -15,6 +15,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/internal/enginetest"
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
 func newLoopRig(t testing.TB, mut func(*configsvc.Config)) (*rig, *enginetest.Loopback) {
@@ -586,5 +587,45 @@ func TestCloseRemovesScratchOfRuntimesDestroyedJustBefore(t *testing.T) {
 	r.eng.Close()
 	if es, _ := os.ReadDir(root); len(es) != 0 {
 		t.Fatalf("%d scratch directories left after Close", len(es))
+	}
+}
+
+// The result cap measures compact JSON with raw UTF-8 and no HTML escaping,
+// and nothing on the way to the wire escapes <, >, &, U+2028 or U+2029.
+func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
+	r := newRig(t, nil, nil, nil)
+	for _, tc := range []struct {
+		name, unit string
+		n          int
+		capped     string // "" = the value comes back whole
+	}{
+		{"html under the cap", "<&>", 10000, ""},
+		{"html over the cap", "<&>", 10923, "~32 KB (a 32769-char string)"},
+		{"line separators under the cap", "\u2028\u2029", 5000, ""},
+		{"line separators over the cap", "\u2028\u2029", 5462, "~32 KB (a 10924-char string)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code := fmt.Sprintf(`console.log("<&>\u2028"); return %q.repeat(%d)`, tc.unit, tc.n)
+			res, err := r.run(t, node(code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wire, _ := jsonx.Marshal(res)
+			if !strings.Contains(string(wire), `"stdout":"<&>`+"\u2028"+`\n"`) {
+				t.Fatalf("stdout escaped on the wire: %.200s", wire)
+			}
+			if tc.capped == "" {
+				if want := `"` + strings.Repeat(tc.unit, tc.n) + `"`; string(res.Result) != want {
+					t.Fatalf("result changed: %d bytes, want %d: %.80s", len(res.Result), len(want), res.Result)
+				}
+				if !strings.Contains(string(wire), `"result":"`+tc.unit) {
+					t.Fatalf("result escaped on the wire: %.200s", wire)
+				}
+				return
+			}
+			if !strings.Contains(string(res.Result), "<omitted: result was "+tc.capped+";") {
+				t.Fatalf("marker %s", res.Result)
+			}
+		})
 	}
 }

@@ -2,9 +2,10 @@ package node
 
 import (
 	"fmt"
-	"github.com/code-runner-go/code-runner/internal/spinread"
 	"os"
 	"syscall"
+
+	"github.com/code-runner-go/code-runner/internal/spinread"
 
 	"github.com/code-runner-go/code-runner/internal/procfs"
 )

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
 // maxFrame bounds one frame between parent and host. Guest data crossing it
@@ -75,7 +77,7 @@ type frameWriter struct {
 }
 
 func (fw *frameWriter) write(m *msg) error {
-	b, err := json.Marshal(m)
+	b, err := jsonx.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.T, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/core"
 )
 
@@ -18,7 +20,7 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 		return core.ErrTimeout()
 	}
 	defer r.releaseTurn()
-	frame, _ := json.Marshal(map[string]any{"kind": "define", "code": def.Source, "id": def.FunctionID, "namespace": r.namespace})
+	frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": def.Source, "id": def.FunctionID, "namespace": r.namespace})
 	res := r.runTurn(ctx, frame, nil)
 	r.afterKill(res)
 	if res.err != nil {
@@ -85,7 +87,7 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 		if len(payload) == 0 {
 			payload = json.RawMessage("null")
 		}
-		frame, _ := json.Marshal(map[string]any{"kind": "invoke", "id": id, "payload": payload, "namespace": r.namespace})
+		frame, _ := jsonx.Marshal(map[string]any{"kind": "invoke", "id": id, "payload": payload, "namespace": r.namespace})
 		res := r.runTurn(ictx, frame, nil)
 		r.afterKill(res)
 		if res.err != nil {

@@ -14,6 +14,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	_ "embed"
 
 	"github.com/google/uuid"
@@ -58,7 +60,7 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		return nil, fmt.Errorf("create /out: %w", err)
 	}
 	sentinel := uuid.NewString()
-	iiiJSON, _ := json.Marshal(map[string]any{"sentinel": sentinel, "persistent": true})
+	iiiJSON, _ := jsonx.Marshal(map[string]any{"sentinel": sentinel, "persistent": true})
 	runFS := fstest.MapFS{
 		"main.py":  &fstest.MapFile{Data: wrapperSource, Mode: 0o444},
 		"iii.json": &fstest.MapFile{Data: iiiJSON, Mode: 0o444},

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/core"
 )
 
@@ -84,7 +86,7 @@ func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error)
 		return core.Outcome{}, core.ErrTimeout()
 	}
 	defer r.releaseTurn()
-	frame, _ := json.Marshal(map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace})
+	frame, _ := jsonx.Marshal(map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace})
 	res := r.runTurn(ctx, frame, ex.Bridge)
 	r.afterKill(res)
 	if res.err != nil {
@@ -185,7 +187,7 @@ func (r *pyRuntime) interpreter(ctx context.Context) (*interp, error) {
 func (r *pyRuntime) replay(srcs []source) {
 	for _, s := range srcs {
 		ctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, r.e.opts.Live()))
-		frame, _ := json.Marshal(map[string]any{"kind": "define", "code": s.code, "id": s.id, "namespace": r.namespace})
+		frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": s.code, "id": s.id, "namespace": r.namespace})
 		res := r.runTurnOn(ctx, r.ip, frame, nil)
 		cancel()
 		r.mu.Lock()
@@ -407,7 +409,7 @@ type guestRequest struct {
 }
 
 func replyFrame(ok bool, value any) []byte {
-	b, _ := json.Marshal(map[string]any{"ok": ok, "value": value})
+	b, _ := jsonx.Marshal(map[string]any{"ok": ok, "value": value})
 	return b
 }
 

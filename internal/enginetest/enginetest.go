@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/core"
 )
 
@@ -40,7 +42,7 @@ func (l *Loopback) Invoke(ctx context.Context, inv core.Invocation) (json.RawMes
 			ce := core.AsError(err, core.FnRun)
 			return nil, &core.RemoteError{Code: string(ce.Code), Message: ce.Error()}
 		}
-		return json.Marshal(res)
+		return jsonx.Marshal(res)
 	case "test::never":
 		<-ctx.Done()
 		return nil, &core.RemoteError{Code: "TIMEOUT", Message: fmt.Sprintf("invocation timed out after %dms", inv.Timeout.Milliseconds())}

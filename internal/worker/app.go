@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/code-runner-go/code-runner/internal/jsonx"
+
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node"
@@ -137,7 +139,7 @@ func (t *LocalTransport) Invoke(ctx context.Context, inv core.Invocation) (json.
 	if len(inv.Action) > 0 && strings.Contains(string(inv.Action), `"void"`) {
 		return nil, nil
 	}
-	return json.Marshal(res)
+	return jsonx.Marshal(res)
 }
 
 // uiContent serves code-runner::ui-content: {"path"} → {content, content_type};
