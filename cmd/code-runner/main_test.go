@@ -205,3 +205,78 @@ func TestServeConnectsAndReportsMetadata(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
 	}
 }
+
+// No directory the worker creates outlives it: after `code-runner run`
+// exits, and after `serve` stops on SIGTERM, $TMPDIR holds what it held
+// before — in either language, whatever the guests wrote, kept runtimes
+// included.
+func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "code-runner")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	tmp := t.TempDir()
+	env := append(os.Environ(), "TMPDIR="+tmp)
+	listTmp := func() []string {
+		entries, _ := os.ReadDir(tmp)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	for _, tc := range []struct{ lang, code string }{
+		{"python", "import os\nos.makedirs('/work/d')\nopen('/work/d/x', 'wb').write(b'x' * 1000000)\nresult = os.listdir('/work')"},
+		{"node", "iii.files.write('x.txt', 'x'.repeat(100000)); return iii.files.list()"},
+	} {
+		cmd := exec.Command(bin, "run", "--lang", tc.lang, "--code", tc.code)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"success": true`) && !strings.Contains(string(out), `"success":true`) {
+			t.Fatalf("%s run: %v\n%s", tc.lang, err, out)
+		}
+		if left := listTmp(); len(left) != 0 {
+			t.Fatalf("after `code-runner run --lang %s`: %v left in $TMPDIR", tc.lang, left)
+		}
+	}
+
+	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cmd := exec.Command(bin, "serve", "--url", e.URL(), "--config-source", "file", "--config-file", filepath.Join(t.TempDir(), "none.yaml"))
+	cmd.Env = append(env, "III_WORKER_NAME=cr-tmp")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("code-runner::inject-guidance") }); err != nil {
+		t.Fatalf("functions never registered: %v\n%s", err, stderr.String())
+	}
+	for _, req := range []map[string]any{
+		{"lang": "python", "keep": true, "code": "open('/work/kept', 'w').write('k' * 100000)"},
+		{"lang": "python", "code": "open('/work/once', 'w').write('o')"},
+		{"lang": "node", "keep": true, "code": "iii.files.write('kept.txt', 'k')"},
+		{"lang": "node", "code": "iii.files.write('once.txt', 'o')"},
+	} {
+		out, eb, err := e.Invoke(ctx, "code-runner::run", req, nil)
+		if err != nil || eb != nil || !strings.Contains(string(out), `"success":true`) {
+			t.Fatalf("%v: %s %+v %v\n%s", req, out, eb, err, stderr.String())
+		}
+	}
+	if err := e.WaitUntil(ctx, func() bool { return len(listTmp()) >= 2 }); err != nil {
+		t.Fatalf("the kept runtimes' directories never appeared in $TMPDIR: %v", listTmp())
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if left := listTmp(); len(left) != 0 {
+		t.Fatalf("after serve stopped: %v left in $TMPDIR", left)
+	}
+}

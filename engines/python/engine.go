@@ -59,11 +59,13 @@ type Engine struct {
 	cache wazero.CompilationCache
 
 	mu       sync.Mutex
-	runtimes map[int64]*wasmRuntime
+	wr       *wasmRuntime // nil until boot compiled python.wasm
 	gate     chan struct{}
 	pool     *warmpool.Pool[*interp]
 	closed   bool
 	live     map[*interp]bool // every running interpreter
+	workDirs map[string]bool  // every /work created and not yet removed
+	bg       sync.WaitGroup   // background disposals; Close waits for them
 	BootTime time.Duration    // compile (or cache load) of the default runtime
 }
 
@@ -88,7 +90,7 @@ func New(opts Options) *Engine {
 		d := configsvc.Defaults()
 		opts.Live = func() *configsvc.Config { return &d }
 	}
-	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), runtimes: map[int64]*wasmRuntime{}, live: map[*interp]bool{},
+	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{},
 		gate: make(chan struct{}, maxExecuting)}
 	go e.boot()
 	return e
@@ -108,7 +110,7 @@ func (e *Engine) boot() {
 	}
 	e.wasm = wasm
 	e.cache = e.openCache()
-	if _, err := e.runtimeFor(context.Background(), defaultMemMB); err != nil {
+	if _, err := e.runtimeFor(context.Background()); err != nil {
 		e.err = err
 		e.log.Error("python engine failed to start; serving node only", "err", err)
 		return
@@ -148,17 +150,23 @@ func (e *Engine) openCache() wazero.CompilationCache {
 	return c
 }
 
-// runtimeFor returns the runtime whose linear memory is capped at memMB.
-func (e *Engine) runtimeFor(ctx context.Context, memMB int64) (*wasmRuntime, error) {
+// runtimeFor returns the wazero runtime every interpreter runs in. There is
+// one, whatever the memory cap: each instance's linear memory is allocated
+// by withLinearMemory, which enforces that instance's cap and records a
+// denied growth, so no runtime-wide page limit (and no second copy of the
+// ~34 MB of compiled code per cap) is needed.
+func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if wr, ok := e.runtimes[memMB]; ok {
-		return wr, nil
+	if e.wr != nil {
+		return e.wr, nil
+	}
+	if e.closed {
+		return nil, errors.New("python engine is closed")
 	}
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(true). // without it a spinning guest freezes the Go GC
 		WithDebugInfoEnabled(false).  // kills in ~0.1 ms instead of seconds
-		WithMemoryLimitPages(uint32(memMB * 16)).
 		WithCompilationCache(e.cache)
 	cctx := experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
 	rt := wazero.NewRuntimeWithConfig(cctx, cfg)
@@ -168,9 +176,8 @@ func (e *Engine) runtimeFor(ctx context.Context, memMB int64) (*wasmRuntime, err
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("compile python.wasm: %w", err)
 	}
-	wr := &wasmRuntime{rt: rt, mod: mod}
-	e.runtimes[memMB] = wr
-	return wr, nil
+	e.wr = &wasmRuntime{rt: rt, mod: mod}
+	return e.wr, nil
 }
 
 // WaitReady waits for boot and returns its error.
@@ -215,8 +222,7 @@ func (e *Engine) Close() {
 	<-e.ready
 	e.mu.Lock()
 	e.closed = true
-	rts := e.runtimes
-	e.runtimes = map[int64]*wasmRuntime{}
+	wr := e.wr
 	e.mu.Unlock()
 	if e.pool != nil {
 		e.pool.Close()
@@ -229,10 +235,19 @@ func (e *Engine) Close() {
 	}
 	e.mu.Unlock()
 	for _, ip := range ips {
-		ip.kill()
-		<-ip.done
+		ip.dispose()
 	}
-	for _, wr := range rts {
+	// Disposals started before the close finish now; no directory the
+	// engine created outlives it, whatever the guests wrote there.
+	e.bg.Wait()
+	e.mu.Lock()
+	dirs := e.workDirs
+	e.workDirs = map[string]bool{}
+	e.mu.Unlock()
+	for dir := range dirs {
+		_ = os.RemoveAll(dir)
+	}
+	if wr != nil {
 		_ = wr.rt.Close(context.Background())
 	}
 }
@@ -267,7 +282,35 @@ func (e *Engine) newWorkDir() (string, error) {
 		return "", fmt.Errorf("create /work: %w", err)
 	}
 	_ = os.Chmod(dir, 0o700)
+	e.mu.Lock()
+	e.workDirs[dir] = true
+	e.mu.Unlock()
 	return dir, nil
+}
+
+// removeWorkDir deletes a /work directory and forgets it.
+func (e *Engine) removeWorkDir(dir string) {
+	_ = os.RemoveAll(dir)
+	e.mu.Lock()
+	delete(e.workDirs, dir)
+	e.mu.Unlock()
+}
+
+// background runs fn off the caller's path; Close waits for it. After
+// Close it runs at once.
+func (e *Engine) background(fn func()) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		fn()
+		return
+	}
+	e.bg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.bg.Done()
+		fn()
+	}()
 }
 
 // acquire takes one of the worker-wide execution permits, waiting under ctx.
@@ -298,7 +341,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 			return nil, core.AsError(err, core.FnRun)
 		}
 		if ip, err = e.bootInterp(ctx, mem, dir); err != nil {
-			_ = os.RemoveAll(dir)
+			e.removeWorkDir(dir)
 			return nil, core.AsError(err, core.FnRun)
 		}
 	}

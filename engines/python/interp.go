@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing/fstest"
-	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
@@ -20,7 +19,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -35,23 +33,27 @@ type interp struct {
 	name     string
 	wr       *wasmRuntime
 	cancel   context.CancelFunc
-	stdinW   *io.PipeWriter
-	stdinMu  sync.Mutex
-	stdin    *stdinReader
+	stdin    *stdinQueue
 	stdout   *stdoutScanner
 	stderr   *stderrWriter
 	events   chan []byte
-	done     chan struct{}
+	killed   chan struct{} // closed by kill: nothing waits on the guest after it
+	killOnce sync.Once
+	done     chan struct{} // closed once the instance is gone and /out removed
 	exitErr  error
 	outDir   string
 	workDir  string
-	memPages uint32
+	work     *budget // /work's budget, admitted write by write
+	out      *budget // /out's
+	over     chan *budget
+	mem      memorySlot // the instance's linear memory, once allocated
+	memCap   uint64     // linear memory cap, bytes
 }
 
 // bootInterp instantiates the wrapper with workDir mounted at /work and
 // waits for it to park before its first turn.
 func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*interp, error) {
-	wr, err := e.runtimeFor(ctx, memMB)
+	wr, err := e.runtimeFor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +67,25 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		"main.py":  &fstest.MapFile{Data: wrapperSource, Mode: 0o444},
 		"iii.json": &fstest.MapFile{Data: iiiJSON, Mode: 0o444},
 	}
+	ip := &interp{name: "py-" + strconv.FormatInt(interpSeq.Add(1), 10), wr: wr, events: make(chan []byte, 16),
+		stdin: newStdinQueue(), killed: make(chan struct{}), done: make(chan struct{}),
+		outDir: outDir, workDir: workDir, memCap: uint64(memMB) << 20, over: make(chan *budget, 2),
+		work: newBudget(workDir, "/work", workMaxBytes, workMaxEntries),
+		out:  newBudget(outDir, "/out", outMaxBytes, outMaxEntries)}
+	for _, b := range []*budget{ip.work, ip.out} {
+		b := b
+		b.reset()
+		b.setOnOver(func() {
+			select {
+			case ip.over <- b:
+			default:
+			}
+		})
+	}
 	fsc := wazero.NewFSConfig().WithFSMount(runFS, "/run")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(outDir, outMaxBytes), "/out")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(workDir, workMaxBytes), "/work")
-
-	pr, pw := io.Pipe()
-	events := make(chan []byte, 16)
-	ip := &interp{name: "py-" + strconv.FormatInt(interpSeq.Add(1), 10), wr: wr, stdinW: pw, events: events,
-		stdin: &stdinReader{r: pr, reading: make(chan struct{}, 1)},
-		done:  make(chan struct{}), outDir: outDir, workDir: workDir, memPages: uint32(memMB * 16)}
-	ip.stdout = newStdoutScanner(sentinel, events)
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.out), "/out")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.work), "/work")
+	ip.stdout = newStdoutScanner(sentinel, ip.events, ip.killed)
 	ip.stderr = &stderrWriter{}
 	cfg := wazero.NewModuleConfig().
 		WithName(ip.name).
@@ -94,27 +105,32 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	e.live[ip] = true
 	e.mu.Unlock()
 	go func() {
-		_, err := wr.rt.InstantiateModule(runCtx, wr.mod, cfg)
+		mod, err := wr.rt.InstantiateModule(withLinearMemory(runCtx, &ip.mem, ip.memCap), wr.mod, cfg)
+		// wazero closes the instance itself only when _start fails; a
+		// wrapper that ends normally (EOF on stdin after a kill) returns it
+		// open, with its memory, its files and its directory descriptors.
+		if mod != nil {
+			_ = mod.Close(context.Background())
+		}
 		ip.exitErr = err
-		cancel()
-		_ = pr.Close()
+		ip.kill()
+		_ = os.RemoveAll(outDir)
 		e.mu.Lock()
 		delete(e.live, ip)
 		e.mu.Unlock()
 		close(ip.done)
 	}()
 	select {
-	case ev := <-events:
+	case ev := <-ip.events:
 		if kindOf(ev) == "ready" {
 			return ip, nil
 		}
-		ip.kill()
+		ip.dispose()
 		return nil, errors.New("python interpreter sent an unexpected first event")
 	case <-ip.done:
-		_ = os.RemoveAll(outDir)
 		return nil, fmt.Errorf("python interpreter exited while booting: %v", ip.exitErr)
 	case <-ctx.Done():
-		ip.kill()
+		ip.dispose()
 		return nil, ctx.Err()
 	}
 }
@@ -128,17 +144,21 @@ func kindOf(ev []byte) string {
 }
 
 // kill ends the interpreter at once: the context cancel stops executing
-// wasm (close-on-context-done), closing stdin frees a guest blocked reading.
+// wasm (close-on-context-done), closing stdin frees a guest blocked reading,
+// and closing killed frees one blocked handing the host an event.
 func (ip *interp) kill() {
-	ip.cancel()
-	_ = ip.stdinW.Close()
+	ip.killOnce.Do(func() {
+		ip.cancel()
+		ip.stdin.close()
+		close(ip.killed)
+	})
 }
 
-// dispose kills the interpreter and removes its /out (not /work).
+// dispose kills the interpreter and waits until it is gone (its module
+// closed, /out removed; /work belongs to the runtime).
 func (ip *interp) dispose() {
 	ip.kill()
 	<-ip.done
-	_ = os.RemoveAll(ip.outDir)
 }
 
 func (ip *interp) dead() bool {
@@ -150,36 +170,40 @@ func (ip *interp) dead() bool {
 	}
 }
 
-// send writes one frame to the interpreter's stdin.
+// send queues one frame on the interpreter's stdin. It never blocks: the
+// guest reads it when it reads.
 func (ip *interp) send(body []byte) error {
-	ip.stdinMu.Lock()
-	defer ip.stdinMu.Unlock()
-	// One write: each write on the pipe is a hand-off to the guest's
-	// goroutine, and that wake-up costs more than the copy.
 	buf := make([]byte, 0, len(body)+12)
 	buf = strconv.AppendInt(buf, int64(len(body)), 10)
 	buf = append(buf, '\n')
 	buf = append(buf, body...)
-	_, err := ip.stdinW.Write(buf)
-	return err
+	return ip.stdin.push(buf)
 }
 
-// memoryFull reports whether linear memory reached (nearly) its cap, i.e.
-// growth was denied.
+// memoryFull reports whether the guest asked for more linear memory than its
+// cap since the last resetMemoryDenied: a real exhaustion, as opposed to a
+// MemoryError the guest raised itself or the parser's "too complex". It
+// reads the allocation the instance made, so it holds after the instance
+// is gone too.
 func (ip *interp) memoryFull() bool {
-	m := ip.wr.rt.Module(ip.name)
-	if m == nil {
-		return false
-	}
-	var mem api.Memory = m.Memory()
-	if mem == nil {
-		return false
-	}
-	return mem.Size()/65536+16 >= ip.memPages
+	m := ip.mem.mem.Load()
+	return m != nil && (*m).Denied()
 }
 
-// exitStatus describes how _start ended.
+// resetMemoryDenied forgets a denial (a turn starts; a kept interpreter
+// that caught its MemoryError and went on is healthy).
+func (ip *interp) resetMemoryDenied() {
+	if m := ip.mem.mem.Load(); m != nil {
+		(*m).ResetDenied()
+	}
+}
+
+// exitStatus describes how _start ended: an exit status (os._exit(n); a
+// status of 0 ends _start without an error) or not (a trap).
 func (ip *interp) exitStatus() (code uint32, isExit bool) {
+	if ip.exitErr == nil {
+		return 0, true
+	}
 	var ee *sys.ExitError
 	if errors.As(ip.exitErr, &ee) {
 		return ee.ExitCode(), true
@@ -187,36 +211,92 @@ func (ip *interp) exitStatus() (code uint32, isExit bool) {
 	return 0, false
 }
 
-// waitEvent waits for the next event, the interpreter's end, or the timer.
-func (ip *interp) waitEvent(timer <-chan time.Time) ([]byte, bool) {
-	select {
-	case ev := <-ip.events:
-		return ev, true
-	case <-ip.done:
-		return nil, false
-	case <-timer:
-		return nil, true
+// firstOver returns the budget a refused write marked over, if any,
+// without measuring (the directories may be gone).
+func (ip *interp) firstOver() *budget {
+	for _, b := range []*budget{ip.work, ip.out} {
+		b.mu.Lock()
+		over := b.over
+		b.mu.Unlock()
+		if over {
+			return b
+		}
 	}
+	return nil
 }
 
-// stdinReader is the guest's stdin. It tells the host when the guest is
-// waiting for input: a turn ends only when the wrapper has reported
-// turn_done *and* gone back to reading its next frame, so a turn_done forged
-// by tenant code cannot leave tenant code running, unwatched, after its
-// turn was answered.
-type stdinReader struct {
-	r       *io.PipeReader
-	waiting atomic.Bool
-	reading chan struct{} // a wake-up each time a read starts
+// stdinQueue is the guest's stdin: frames the host queues, read by the
+// guest when it reads. The host never blocks on it (a guest that stops
+// reading cannot stall the turn loop), and it knows exactly when the guest
+// is blocked on it with nothing left to read: a turn ends only when the
+// wrapper has reported turn_done *and* is blocked reading its next frame, so
+// a turn_done forged by tenant code cannot leave tenant code running,
+// unwatched, after its turn was answered.
+type stdinQueue struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	buf     []byte
+	closed  bool
+	waiting bool          // the guest is blocked reading and buf is empty
+	idle    chan struct{} // a wake-up each time the guest starts waiting
 }
 
-func (s *stdinReader) Read(p []byte) (int, error) {
-	s.waiting.Store(true)
-	select {
-	case s.reading <- struct{}{}:
-	default:
+func newStdinQueue() *stdinQueue {
+	q := &stdinQueue{idle: make(chan struct{}, 1)}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Read is the guest's read: it blocks until a frame is queued or stdin is
+// closed (EOF).
+func (q *stdinQueue) Read(p []byte) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.buf) == 0 && !q.closed {
+		q.waiting = true
+		select {
+		case q.idle <- struct{}{}:
+		default:
+		}
+		q.cond.Wait()
 	}
-	n, err := s.r.Read(p)
-	s.waiting.Store(false)
-	return n, err
+	q.waiting = false
+	if len(q.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, q.buf)
+	q.buf = q.buf[n:]
+	if len(q.buf) == 0 {
+		q.buf = nil
+	}
+	return n, nil
+}
+
+// push queues b for the guest.
+func (q *stdinQueue) push(b []byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return io.ErrClosedPipe
+	}
+	q.buf = append(q.buf, b...)
+	q.waiting = false
+	q.cond.Signal()
+	return nil
+}
+
+// close makes every read return EOF once the queue is empty.
+func (q *stdinQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.buf = nil
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// blocked reports whether the guest is blocked reading with nothing queued.
+func (q *stdinQueue) blocked() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting && len(q.buf) == 0
 }

@@ -2,7 +2,6 @@ package python
 
 import (
 	"context"
-	"os"
 
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
@@ -18,19 +17,17 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 			}
 			ip, err := e.bootInterp(ctx, defaultMemMB, dir)
 			if err != nil {
-				_ = os.RemoveAll(dir)
+				e.removeWorkDir(dir)
 			}
 			return ip, err
 		},
-		Discard: discard,
-		Want:    func() int { return int(e.opts.Live().WarmPoolPython) },
-		Usable:  func(ip *interp) bool { return !ip.dead() },
-		Log:     e.log,
+		Discard: func(ip *interp) {
+			// An interpreter that never served, and its /work.
+			ip.dispose()
+			e.removeWorkDir(ip.workDir)
+		},
+		Want:   func() int { return int(e.opts.Live().WarmPoolPython) },
+		Usable: func(ip *interp) bool { return !ip.dead() },
+		Log:    e.log,
 	})
-}
-
-// discard disposes of an interpreter that never served and its /work.
-func discard(ip *interp) {
-	ip.dispose()
-	_ = os.RemoveAll(ip.workDir)
 }

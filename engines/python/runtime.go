@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -221,14 +220,24 @@ func (r *pyRuntime) runTurn(ctx context.Context, frame []byte, bridge core.Bridg
 }
 
 // runTurnOn executes one turn on ip: a permit first (the wait counts
-// against the deadline), then the frame, bridge requests answered until
+// against the deadline), then the frame, guest requests answered until
 // turn_done, the kill conditions checked before the envelope is trusted.
+//
+// Every guest frame is untrusted (tenant code can print the sentinel and
+// rebind the wrapper's own functions), so the loop never blocks on the
+// guest: frames are queued on stdin without waiting for the guest to read
+// them, at most one guest request is outstanding (a second one is a
+// protocol violation that kills the interpreter), a request's work ends
+// with the turn, and the deadline always wins. The permit is returned on
+// every path.
 func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bridge core.Bridge) turnResult {
 	if !r.e.acquire(ctx) {
 		return turnResult{err: core.ErrTimeout()}
 	}
 	defer r.e.release()
 	wipe(ip.outDir)
+	ip.out.reset()
+	ip.resetMemoryDenied()
 	var stdout, stderr capture
 	ip.stdout.setCapture(&stdout)
 	ip.stderr.setCapture(&stderr)
@@ -236,13 +245,17 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	defer ip.stderr.setCapture(nil)
 
 	deadline, _ := ctx.Deadline()
+	turnCtx, endTurn := context.WithCancel(ctx) // guest requests end with the turn
+	defer endTurn()
 	if err := ip.send(frame); err != nil {
+		<-ip.done
 		return r.afterDeath(ip, &stdout, &stderr)
 	}
 	watch := time.NewTicker(250 * time.Millisecond)
 	defer watch.Stop()
 	replies := make(chan []byte, 1)
-	var done []byte // the latest turn_done; the turn ends once the guest reads stdin again
+	outstanding := false
+	var done []byte // the latest turn_done; the turn ends once the guest waits on stdin again
 	finish := func() turnResult {
 		// The guest is blocked reading stdin: everything it printed before
 		// is already queued. Take the last turn_done among it.
@@ -262,32 +275,46 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	}
 	for {
 		select {
-		case <-ip.stdin.reading:
-			if done != nil && ip.stdin.waiting.Load() {
+		case <-ip.stdin.idle:
+			if done != nil && !outstanding && ip.stdin.blocked() {
 				return finish()
 			}
 		case ev := <-ip.events:
-			switch kindOf(ev) {
+			switch kind := kindOf(ev); kind {
 			case "turn_done":
 				done = ev
-				if ip.stdin.waiting.Load() {
+				if !outstanding && ip.stdin.blocked() {
 					return finish()
 				}
-			case "trigger":
-				go func(ev []byte) { replies <- r.trigger(ctx, ev, bridge, deadline) }(ev)
-			case "sleep":
-				go func(ev []byte) { replies <- r.sleep(ctx, ev) }(ev)
+			case "trigger", "sleep":
+				if outstanding {
+					// The wrapper never asks twice before reading its reply:
+					// this is tenant code speaking the protocol.
+					ip.kill()
+					<-ip.done
+					ip.stdout.flush()
+					return r.afterDeath(ip, &stdout, &stderr)
+				}
+				outstanding = true
+				go func() {
+					if kind == "trigger" {
+						replies <- r.trigger(turnCtx, ev, bridge, deadline)
+					} else {
+						replies <- r.sleep(turnCtx, ev)
+					}
+				}()
 			}
 		case rep := <-replies:
-			_ = ip.send(rep)
+			outstanding = false
+			_ = ip.send(rep) // queued; a guest that does not read only hurts itself
 		case <-ip.done:
 			ip.stdout.flush()
 			return r.afterDeath(ip, &stdout, &stderr)
+		case b := <-ip.over:
+			return r.diskKill(ip, b)
 		case <-watch.C:
-			if r.overBudget(ip) {
-				ip.kill()
-				<-ip.done
-				return r.diskKill(ip)
+			if b := ip.overBudget(); b != nil {
+				return r.diskKill(ip, b)
 			}
 		case <-ctx.Done():
 			ip.kill()
@@ -298,20 +325,27 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	}
 }
 
-func (r *pyRuntime) overBudget(ip *interp) bool {
-	wb, we := usage(ip.workDir)
-	ob, oe := usage(ip.outDir)
-	return wb > workMaxBytes || we > workMaxEntries || ob > outMaxBytes || oe > outMaxEntries
+// overBudget measures /work and /out and returns the budget that is over
+// (or had a write refused), if any.
+func (ip *interp) overBudget() *budget {
+	if ip.work.check() {
+		return ip.work
+	}
+	if ip.out.check() {
+		return ip.out
+	}
+	return nil
 }
 
-func (r *pyRuntime) diskKill(ip *interp) turnResult {
+// diskKill ends a turn whose /work or /out went over its budget: the
+// interpreter dies and the call gets the budget error naming that
+// directory. Only a /work overflow touches the runtime itself (§5.5).
+func (r *pyRuntime) diskKill(ip *interp, b *budget) turnResult {
+	ip.kill()
+	<-ip.done
 	r.dropInterp(ip)
-	dir, bytes, entries := "/work", int64(workMaxBytes), workMaxEntries
-	if ob, oe := usage(ip.outDir); ob > outMaxBytes || oe > outMaxEntries {
-		dir, bytes, entries = "/out", outMaxBytes, outMaxEntries
-	}
-	return turnResult{killed: true, diskOver: dir == "/work",
-		err: core.Errorf(core.CodeResourceExhausted, "run wrote more than %d bytes (or more than %d files) under %s and was killed", bytes, entries, dir)}
+	return turnResult{killed: true, diskOver: b == ip.work,
+		err: core.Errorf(core.CodeResourceExhausted, "run wrote more than %d bytes (or more than %d files) under %s and was killed", b.maxBytes, b.maxEntries, b.name)}
 }
 
 func (r *pyRuntime) dropInterp(ip *interp) {
@@ -320,7 +354,6 @@ func (r *pyRuntime) dropInterp(ip *interp) {
 		r.ip = nil
 	}
 	r.mu.Unlock()
-	_ = os.RemoveAll(ip.outDir)
 }
 
 func streams(stdout, stderr *capture) (string, string) {
@@ -333,12 +366,16 @@ func streams(stdout, stderr *capture) (string, string) {
 }
 
 // afterDeath maps an interpreter that ended mid-turn (os._exit, trap,
-// memory) to its outcome; the runtime lives on and boots a fresh one.
+// memory, a protocol violation) to its outcome; the runtime lives on and
+// boots a fresh one.
 func (r *pyRuntime) afterDeath(ip *interp, stdout, stderr *capture) turnResult {
-	full := ip.memoryFull()
 	r.dropInterp(ip)
+	if b := ip.firstOver(); b != nil {
+		// A write refused for the budget made the guest fail on its way out.
+		return r.diskKill(ip, b)
+	}
 	so, se := streams(stdout, stderr)
-	if full {
+	if ip.memoryFull() {
 		return turnResult{killed: true, err: core.ErrPythonMemory()}
 	}
 	code, isExit := ip.exitStatus()
@@ -352,10 +389,8 @@ func (r *pyRuntime) afterDeath(ip *interp, stdout, stderr *capture) turnResult {
 // finishTurn checks the kill conditions, then takes the envelope from the
 // turn_done event (missing or malformed: a failure).
 func (r *pyRuntime) finishTurn(ip *interp, done []byte, stdout, stderr *capture) turnResult {
-	if r.overBudget(ip) {
-		ip.kill()
-		<-ip.done
-		return r.diskKill(ip)
+	if b := ip.overBudget(); b != nil {
+		return r.diskKill(ip, b)
 	}
 	so, se := streams(stdout, stderr)
 	res := turnResult{stdout: so, stderr: se}
@@ -367,9 +402,11 @@ func (r *pyRuntime) finishTurn(ip *interp, done []byte, stdout, stderr *capture)
 		res.envelope = env
 		return res
 	}
-	if ip.memoryFull() || (ok && strings.HasPrefix(env.Message, "MemoryError")) {
+	if ip.memoryFull() {
 		// Growth was denied and the turn did not end in a clean success:
-		// the interpreter is recycled (linear memory never shrinks).
+		// the interpreter is recycled (linear memory never shrinks). A
+		// MemoryError with memory to spare (the parser's "too complex", a
+		// plain raise) is the tenant's exception like any other.
 		ip.kill()
 		<-ip.done
 		r.dropInterp(ip)
@@ -456,7 +493,8 @@ func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, 
 	return replyFrame(true, res)
 }
 
-// sleep serves time.sleep inside the turn's deadline.
+// sleep serves time.sleep inside the turn: it ends at the deadline or when
+// the turn ends, whichever is first.
 func (r *pyRuntime) sleep(ctx context.Context, ev []byte) []byte {
 	var req guestRequest
 	_ = json.Unmarshal(ev, &req)
@@ -496,12 +534,12 @@ func (r *pyRuntime) Destroy() []string {
 		r.e.opts.Registry.ReleaseFunction(id, r.owner)
 	}
 	// The interpreter and /work go in the background: nothing can reach them
-	// any more, and the caller's response need not wait.
-	go func() {
+	// any more, and the caller's response need not wait (Close does).
+	r.e.background(func() {
 		if ip != nil {
 			ip.dispose()
 		}
-		_ = os.RemoveAll(r.workDir)
-	}()
+		r.e.removeWorkDir(r.workDir)
+	})
 	return ids
 }

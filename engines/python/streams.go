@@ -74,10 +74,11 @@ type stdoutScanner struct {
 	skip    bool // the event grew past its bound; drop it
 	out     *capture
 	events  chan []byte
+	killed  <-chan struct{} // once closed, events are dropped instead of handed over
 }
 
-func newStdoutScanner(sentinel string, events chan []byte) *stdoutScanner {
-	return &stdoutScanner{marker: []byte("\n" + sentinel + "\n"), events: events}
+func newStdoutScanner(sentinel string, events chan []byte, killed <-chan struct{}) *stdoutScanner {
+	return &stdoutScanner{marker: []byte("\n" + sentinel + "\n"), events: events, killed: killed}
 }
 
 func (s *stdoutScanner) setCapture(c *capture) {
@@ -105,7 +106,13 @@ func (s *stdoutScanner) Write(p []byte) (int, error) {
 			}
 			if !s.skip {
 				ev := append(s.event, s.pending[:i]...)
-				s.events <- append([]byte{}, ev...)
+				// A guest that floods events waits here for the turn loop;
+				// a killed one must not wait at all, or it never sees the
+				// cancel that ends it.
+				select {
+				case s.events <- append([]byte{}, ev...):
+				case <-s.killed:
+				}
 			}
 			s.event, s.skip, s.inEvent = nil, false, false
 			s.pending = s.pending[i+1:]

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -17,18 +18,109 @@ const (
 	outMaxEntries  = 64
 )
 
-// guardedFS is a writable directory mount that refuses to create symlinks
-// and hard links — with them a guest could point into the host filesystem
-// and read or write through the link — and refuses any single file
-// growing past the directory's whole byte budget. The budgets themselves are
-// measured by the turn watchdog (every 250 ms and at the end of a turn).
-type guardedFS struct {
-	experimentalsys.FS
-	maxFile int64
+// budget is the byte and entry budget of one guest directory. Writes are
+// admitted against it as they happen, so a fast writer cannot overshoot
+// between two measurements: growth is counted optimistically (every byte
+// written and every file created counts as new), and only when that
+// estimate would cross the budget is the directory walked for real. A write
+// that would still cross it is refused and the budget is marked over; the
+// turn then ends as the budget kill (the guest never gets to carry on past
+// the refusal).
+type budget struct {
+	dir        string // host directory
+	name       string // "/work" or "/out", as the kill message names it
+	maxBytes   int64
+	maxEntries int
+
+	mu          sync.Mutex
+	baseBytes   int64 // last measured
+	baseEntries int
+	addBytes    int64 // optimistic growth since
+	addEntries  int
+	over        bool
+	onOver      func() // told once, when the budget is first crossed
 }
 
-func newGuardedFS(dir string, maxFile int64) experimentalsys.FS {
-	return &guardedFS{FS: sysfs.DirFS(dir), maxFile: maxFile}
+func newBudget(dir, name string, maxBytes int64, maxEntries int) *budget {
+	return &budget{dir: dir, name: name, maxBytes: maxBytes, maxEntries: maxEntries}
+}
+
+// setOnOver sets what is told when the budget is crossed (nil: nobody).
+func (b *budget) setOnOver(fn func()) {
+	b.mu.Lock()
+	b.onOver = fn
+	b.mu.Unlock()
+}
+
+// admit reports whether growth of bytes and entries fits the budget, and
+// counts it when it does.
+func (b *budget) admit(bytes int64, entries int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.over {
+		return false
+	}
+	if b.baseBytes+b.addBytes+bytes <= b.maxBytes && b.baseEntries+b.addEntries+entries <= b.maxEntries {
+		b.addBytes += bytes
+		b.addEntries += entries
+		return true
+	}
+	b.measureLocked()
+	if b.baseBytes+bytes <= b.maxBytes && b.baseEntries+entries <= b.maxEntries {
+		b.addBytes, b.addEntries = bytes, entries
+		return true
+	}
+	b.markOverLocked()
+	return false
+}
+
+func (b *budget) markOverLocked() {
+	if b.over {
+		return
+	}
+	b.over = true
+	if b.onOver != nil {
+		go b.onOver()
+	}
+}
+
+func (b *budget) measureLocked() {
+	b.baseBytes, b.baseEntries = usage(b.dir)
+	b.addBytes, b.addEntries = 0, 0
+}
+
+// check measures the directory and reports whether it is over budget now
+// or a write was refused since the last reset.
+func (b *budget) check() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.measureLocked()
+	if b.baseBytes > b.maxBytes || b.baseEntries > b.maxEntries {
+		b.markOverLocked()
+	}
+	return b.over
+}
+
+// reset forgets a crossing (the directory was emptied, or the interpreter
+// that crossed it is gone) and measures afresh.
+func (b *budget) reset() {
+	b.mu.Lock()
+	b.over = false
+	b.measureLocked()
+	b.mu.Unlock()
+}
+
+// guardedFS is a writable directory mount that refuses to create symlinks
+// and hard links — with them a guest could point into the host filesystem
+// and read or write through the link — and admits every write and every
+// new entry against the directory's budget.
+type guardedFS struct {
+	experimentalsys.FS
+	b *budget
+}
+
+func newGuardedFS(b *budget) experimentalsys.FS {
+	return &guardedFS{FS: sysfs.DirFS(b.dir), b: b}
 }
 
 // Symlink is refused.
@@ -41,36 +133,58 @@ func (g *guardedFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	return experimentalsys.EPERM
 }
 
-// OpenFile wraps files so no single file outgrows the budget.
+// Mkdir counts the new entry against the budget.
+func (g *guardedFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
+	if !g.b.admit(0, 1) {
+		return experimentalsys.EIO
+	}
+	return g.FS.Mkdir(path, perm)
+}
+
+// OpenFile counts a possibly new entry against the budget and wraps the
+// file so its growth is admitted too.
 func (g *guardedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if flag&experimentalsys.O_CREAT != 0 && !g.b.admit(0, 1) {
+		return nil, experimentalsys.EIO
+	}
 	f, errno := g.FS.OpenFile(path, flag, perm)
 	if errno != 0 {
 		return f, errno
 	}
-	return &guardedFile{File: f, max: g.maxFile}, 0
+	return &guardedFile{File: f, b: g.b}, 0
 }
 
 type guardedFile struct {
 	experimentalsys.File
-	max int64
+	b *budget
 }
 
 func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
-	if st, errno := f.File.Stat(); errno == 0 && st.Size+int64(len(p)) > f.max {
+	if !f.b.admit(int64(len(p)), 0) {
 		return 0, experimentalsys.EIO
 	}
 	return f.File.Write(p)
 }
 
 func (f *guardedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
-	if off+int64(len(p)) > f.max {
+	grow := int64(len(p))
+	if st, errno := f.File.Stat(); errno == 0 && off+grow > st.Size {
+		grow = off + grow - st.Size
+	} else if errno == 0 {
+		grow = 0
+	}
+	if !f.b.admit(grow, 0) {
 		return 0, experimentalsys.EIO
 	}
 	return f.File.Pwrite(p, off)
 }
 
 func (f *guardedFile) Truncate(size int64) experimentalsys.Errno {
-	if size > f.max {
+	grow := size
+	if st, errno := f.File.Stat(); errno == 0 {
+		grow = size - st.Size
+	}
+	if grow > 0 && !f.b.admit(grow, 0) {
 		return experimentalsys.EIO
 	}
 	return f.File.Truncate(size)

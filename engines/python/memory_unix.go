@@ -1,0 +1,58 @@
+//go:build unix
+
+package python
+
+import (
+	"context"
+
+	"github.com/tetratelabs/wazero/experimental"
+	"golang.org/x/sys/unix"
+)
+
+// linearMemory backs one interpreter's wasm linear memory with an anonymous
+// mapping reserved at the cap up front. Growing only extends the slice over
+// pages the kernel already reserved (they cost nothing until touched), so
+// growth never reallocates and copies — with Go slices a 128 MiB
+// interpreter briefly needed several times that in the worker while the
+// garbage collector caught up — and Free unmaps at once, so the memory of a
+// disposed interpreter goes back to the system immediately instead of when
+// the collector gets to it.
+type linearMemory struct {
+	capState
+	buf []byte
+}
+
+// Reallocate implements experimental.LinearMemory.
+func (m *linearMemory) Reallocate(size uint64) []byte {
+	if !m.admit(size) || size > uint64(len(m.buf)) {
+		return nil
+	}
+	return m.buf[:size]
+}
+
+// Free implements experimental.LinearMemory.
+func (m *linearMemory) Free() {
+	if m.buf != nil {
+		_ = unix.Munmap(m.buf)
+		m.buf = nil
+	}
+}
+
+// withLinearMemory returns ctx with an allocator that reserves limit bytes
+// (the instance's cap) as an anonymous mapping, refuses growth past it, and
+// records the memory in slot.
+func withLinearMemory(ctx context.Context, slot *memorySlot, limit uint64) context.Context {
+	return experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
+		if max < limit {
+			limit = max
+		}
+		var m sizedMemory
+		if b, err := unix.Mmap(-1, 0, int(limit), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE); err == nil && limit > 0 {
+			m = &linearMemory{capState: capState{max: limit}, buf: b}
+		} else {
+			m = &sliceMemory{capState: capState{max: limit}, buf: make([]byte, 0, capacity)}
+		}
+		slot.mem.Store(&m)
+		return m
+	}))
+}
