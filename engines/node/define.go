@@ -103,7 +103,7 @@ func (r *runtime) restart(ctx context.Context) error {
 	p.mu.Lock()
 	p.onCall, p.onLog, p.onExit = r.handleCall, r.detachedLog, r.hostExited
 	p.mu.Unlock()
-	if err := p.send(&msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg}); err != nil {
+	if err := p.send(r.bindMsg()); err != nil {
 		p.kill("destroy")
 		return core.AsError(err, core.FnRegisterFunction)
 	}

@@ -253,11 +253,22 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		r.Destroy()
 		return nil, core.Errorf(core.CodeEngine, "the isolate host died before the run started; retry")
 	}
-	if err := p.send(&msg{T: "bind", Namespace: ro.Namespace, Files: files}); err != nil {
+	if err := p.send(r.bindMsg()); err != nil {
 		r.Destroy()
 		return nil, core.AsError(err, core.FnRun)
 	}
 	return r, nil
+}
+
+// hostCopySlackKB is what the parent's backstop allows a host beyond its
+// guest's caps: the host's own transient copies of guest data, each bounded
+// by a frame.
+const hostCopySlackKB = 2 * maxFrame >> 10
+
+// bindMsg gives a host this runtime: its namespace, scratch directory,
+// off-heap cap and the budget of guest work that runs with no call.
+func (r *runtime) bindMsg() *msg {
+	return &msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.opts.Live().MaxTimeoutMS}
 }
 
 // runtime is one node runtime: a bound isolate host.
@@ -356,7 +367,7 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	r.mu.Lock()
 	r.bridge = ex.Bridge
 	r.mu.Unlock()
-	d, err := r.exec(ctx, &msg{T: "run", Code: ex.Code})
+	d, err := r.exec(ctx, &msg{T: "run", Code: ex.Code, ResultCap: r.e.opts.Live().MaxResultBytes})
 	r.mu.Lock()
 	r.bridge = nil
 	r.mu.Unlock()
@@ -404,12 +415,23 @@ func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
 	if m.BudgetMS < 1 {
 		return nil, core.ErrTimeout()
 	}
-	ch, err := r.host().start(m)
+	ch, err := r.host().start(m, deadline)
+	if errors.Is(err, errWriteTimeout) {
+		// The host is not reading (its guest is spinning): the call's
+		// deadline passed before its first byte could be written.
+		r.markDead()
+		return nil, core.ErrTimeout()
+	}
 	if err != nil {
 		r.markDead()
 		return nil, core.Errorf(core.CodeEngine, "the runtime's isolate host is gone; retry")
 	}
-	limitKB := r.host().baselineKB + (r.heapMB+r.externalMB)<<10
+	// The host enforces the guest's memory cap itself, on every entry into
+	// the isolate, counting only the guest's memory (its own copies of a
+	// result or a file on the way out are not the guest's). This is the
+	// backstop for a host that cannot: the whole process, with room for
+	// those copies.
+	limitKB := r.host().baselineKB + (r.heapMB+r.externalMB)<<10 + hostCopySlackKB
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	grace := time.NewTimer(time.Until(deadline) + 250*time.Millisecond)
@@ -533,5 +555,7 @@ func (r *runtime) reply(call int64, value json.RawMessage, err error) {
 	if err != nil {
 		m.Error = err.Error()
 	}
-	_ = r.host().send(m)
+	// A host whose guest spins past this bound is killed by its own guard
+	// first; the bound only keeps this writer from waiting forever.
+	_ = r.host().sendBy(m, time.Now().Add(time.Duration(r.e.opts.Live().MaxTimeoutMS)*time.Millisecond+hostWriteWait))
 }

@@ -28,8 +28,8 @@ type scratch struct {
 type fileArgs struct {
 	Name   json.RawMessage `json:"name"`
 	Type   string          `json:"t"`
-	Data   *string         `json:"data"`
-	Binary bool            `json:"binary"`
+	Has    bool            `json:"has"`    // write: contents were a string or a Uint8Array
+	Binary bool            `json:"binary"` // write: contents were a Uint8Array
 }
 
 var reservedNames = map[string]bool{"con": true, "prn": true, "aux": true, "nul": true}
@@ -81,41 +81,72 @@ func (h *host) filesOp(method, arg string) nativeResult {
 	if method == "list" {
 		return s.list()
 	}
-	var a fileArgs
-	if err := json.Unmarshal([]byte(arg), &a); err != nil {
-		return fail("malformed iii.files request: %v", err)
-	}
-	name, bad := checkName(method, a.Name, a.Type)
+	name, bad := parseFileArgs(method, arg, nil)
 	if bad != nil {
 		return *bad
 	}
 	switch method {
-	case "read", "readText":
+	case "readText":
 		b, res := s.read(name)
 		if res != nil {
 			return *res
 		}
-		if method == "readText" {
-			return nativeResult{V: strings.ToValidUTF8(string(b), "\uFFFD")}
-		}
-		return nativeResult{V: bytesToBinaryString(b)}
+		return nativeResult{V: strings.ToValidUTF8(string(b), "\uFFFD")}
 	case "remove":
 		err := os.Remove(filepath.Join(s.dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fail("could not remove %q from this runtime's scratch directory", name)
 		}
 		return nativeResult{V: nil}
-	case "write":
-		if a.Data == nil {
-			return nativeResult{E: "iii.files.write: contents must be a string or Uint8Array", K: "TypeError"}
-		}
-		data := []byte(*a.Data)
-		if a.Binary {
-			data = binaryStringToBytes(*a.Data)
-		}
-		return h.writeFile(name, data)
 	}
 	return fail("unknown iii.files method %s", method)
+}
+
+// parseFileArgs decodes a request's JSON head and checks its file name.
+func parseFileArgs(method, arg string, into *fileArgs) (string, *nativeResult) {
+	var a fileArgs
+	if into == nil {
+		into = &a
+	}
+	if err := json.Unmarshal([]byte(arg), into); err != nil {
+		r := fail("malformed iii.files request: %v", err)
+		return "", &r
+	}
+	return checkName(method, into.Name, into.Type)
+}
+
+// filesRead serves iii.files.read: the file's bytes, or the refusal.
+func (h *host) filesRead(arg string) ([]byte, *nativeResult) {
+	if h.files == nil {
+		r := fail("iii.files is disabled in this runtime")
+		return nil, &r
+	}
+	name, bad := parseFileArgs("read", arg, nil)
+	if bad != nil {
+		return nil, bad
+	}
+	return h.files.read(name)
+}
+
+// filesWrite serves iii.files.write; contents arrive beside the JSON head
+// (a one-byte string when binary), not inside it.
+func (h *host) filesWrite(arg, contents string) nativeResult {
+	if h.files == nil {
+		return fail("iii.files is disabled in this runtime")
+	}
+	var a fileArgs
+	name, bad := parseFileArgs("write", arg, &a)
+	if bad != nil {
+		return *bad
+	}
+	if !a.Has {
+		return nativeResult{E: "iii.files.write: contents must be a string or Uint8Array", K: "TypeError"}
+	}
+	data := []byte(contents)
+	if a.Binary {
+		data = binaryStringToBytes(contents)
+	}
+	return h.writeFile(name, data)
 }
 
 func (s *scratch) usage(except string) (bytes, files int64) {
@@ -203,11 +234,17 @@ func (s *scratch) list() nativeResult {
 
 // bytesToBinaryString maps each byte to the code point of the same value,
 // the form the prelude turns into a Uint8Array.
+// bytesToBinaryString renders bytes as the UTF-8 of a string whose every
+// character is one byte's value (V8 stores it one byte per character).
 func bytesToBinaryString(b []byte) string {
 	var sb strings.Builder
-	sb.Grow(len(b) * 2)
+	sb.Grow(len(b) + len(b)/4)
 	for _, c := range b {
-		sb.WriteRune(rune(c))
+		if c < utf8.RuneSelf {
+			sb.WriteByte(c)
+		} else {
+			sb.WriteRune(rune(c))
+		}
 	}
 	return sb.String()
 }

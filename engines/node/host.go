@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	_ "embed"
@@ -62,14 +63,31 @@ func RunHost(in HostInput, out io.Writer) int {
 		fr:    newFrameReader(in),
 		tasks: map[int64]*hostTask{},
 		calls: map[int64]bool{},
+		mem:   newSelfMemory(),
+	}
+	h.guard = &guard{
+		terminate: func() { h.iso.TerminateExecution() },
+		overMemory: func() bool {
+			limit := h.memLimitKB.Load()
+			return limit > 0 && h.mem.guestKB() > limit
+		},
+		hardStop: func(why string) {
+			if why == firedMemory {
+				fmt.Fprintln(os.Stderr, "isolate host: guest memory over its cap (out of memory)")
+				os.Exit(9)
+			}
+			fmt.Fprintln(os.Stderr, "isolate host: guest code did not stop at its deadline")
+			os.Exit(10)
+		},
 	}
 	return h.loop()
 }
 
 type hostTask struct {
-	id       int64
-	kind     string
-	deadline time.Time
+	id        int64
+	kind      string
+	deadline  time.Time
+	resultCap int // the largest result this task may send (bytes)
 }
 
 type host struct {
@@ -99,8 +117,29 @@ type host struct {
 	truncated      bool
 	detached       int
 
-	fired atomic.Bool // we terminated execution for a deadline
+	// guard watches every entry into the isolate (deadline, memory).
+	guard *guard
+	mem   *selfMemory
+	// memLimitKB is the guest's memory cap (0 until bound): the guest
+	// memory measured after the isolate was built, plus heap and off-heap.
+	memLimitKB  atomic.Int64
+	guestBaseKB int64
+	// Work that runs with no call in flight (a callback after its run
+	// returned) runs under the last call's budget, else maxBudget.
+	lastBudget time.Duration
+	maxBudget  time.Duration
+
+	// vals are the V8 values the host created or received during the
+	// current entry; they are released when it ends (v8go keeps every value
+	// alive until its context closes otherwise).
+	vals []*v8.Value
 }
+
+// Frame budgets: what may cross to the parent inside one frame.
+const (
+	frameBudget     = maxFrame / 2 // a result that must pass whole (handler results are not capped)
+	errorTextBudget = maxFrame / 8 // error text (JSON escaping may grow it up to 6x)
+)
 
 func (h *host) send(m *msg) {
 	h.outMu.Lock()
@@ -212,6 +251,8 @@ func (h *host) handle(m *msg) (int, bool) {
 			h.send(&msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
+		h.memLimitKB.Store(h.guestBaseKB + int64(h.heapLimit>>10) + m.ExternalMB<<10)
+		h.maxBudget = time.Duration(m.BudgetMS) * time.Millisecond
 	case "run":
 		h.startTask(m, "run")
 		h.runTask = m.Task
@@ -223,14 +264,13 @@ func (h *host) handle(m *msg) (int, bool) {
 			if err != nil {
 				return err
 			}
-			_, err = h.api.MethodCall("track", h.num(m.Task), v)
-			return err
+			h.keep(v)
+			return h.call("track", h.num(m.Task), v)
 		}, m.Task)
 	case "invoke":
 		h.startTask(m, "invoke")
 		return h.enter(func() error {
-			_, err := h.api.MethodCall("invoke", h.num(m.Task), h.str(m.FunctionID), h.str(string(orNull(m.Payload))))
-			return err
+			return h.call("invoke", h.num(m.Task), h.str(m.FunctionID), h.str(string(orNull(m.Payload))))
 		}, m.Task)
 	case "define":
 		h.startTask(m, "define")
@@ -242,8 +282,7 @@ func (h *host) handle(m *msg) (int, bool) {
 			method = "triggerUnregister"
 		}
 		return h.enter(func() error {
-			_, err := h.api.MethodCall(method, h.num(m.Task), h.str(m.TypeID), h.str(string(orNull(m.Binding))))
-			return err
+			return h.call(method, h.num(m.Task), h.str(m.TypeID), h.str(string(orNull(m.Binding))))
 		}, m.Task)
 	case "reply":
 		if !h.calls[m.Call] {
@@ -256,8 +295,7 @@ func (h *host) handle(m *msg) (int, bool) {
 			if !m.OK {
 				text = m.Error
 			}
-			_, err := h.api.MethodCall("settle", h.num(m.Call), h.boolean(m.OK), h.str(text))
-			return err
+			return h.call("settle", h.num(m.Call), h.boolean(m.OK), h.str(text))
 		}, 0)
 	case "reset":
 		// Recycle this process for another runtime: a brand-new isolate,
@@ -268,6 +306,8 @@ func (h *host) handle(m *msg) (int, bool) {
 		h.tasks = map[int64]*hostTask{}
 		h.runTask, h.inflight, h.detached = 0, 0, 0
 		h.calls = map[int64]bool{}
+		h.memLimitKB.Store(0)
+		h.lastBudget, h.maxBudget = 0, 0
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
@@ -290,7 +330,24 @@ func orNull(b json.RawMessage) json.RawMessage {
 }
 
 func (h *host) startTask(m *msg, kind string) {
-	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(time.Duration(m.BudgetMS) * time.Millisecond)}
+	budget := time.Duration(m.BudgetMS) * time.Millisecond
+	h.lastBudget = budget
+	resultCap := frameBudget
+	if m.ResultCap > 0 && m.ResultCap < frameBudget {
+		resultCap = int(m.ResultCap)
+	}
+	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(budget), resultCap: resultCap}
+}
+
+// detachedBudget is how long guest code may run with no call in flight.
+func (h *host) detachedBudget() time.Duration {
+	if h.lastBudget > 0 {
+		return h.lastBudget
+	}
+	if h.maxBudget > 0 {
+		return h.maxBudget
+	}
+	return 30 * time.Second
 }
 
 // init builds the isolate, its context and the prelude — everything a
@@ -318,9 +375,14 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 	// Warm the paths every run takes (script compile, track, takeDone) so the
 	// first tenant run does not pay for their lazy compilation.
 	if v, err := h.ctx.RunScript("(async () => {\n})()", "warmup.js"); err == nil {
-		_, _ = h.api.MethodCall("track", h.num(0), v)
-		_, _ = h.api.MethodCall("takeDone")
+		h.keep(v)
+		_ = h.call("track", h.num(0), v)
+		if d, err := h.api.MethodCall("takeDone"); err == nil {
+			h.keep(d)
+		}
 	}
+	h.releaseValues()
+	h.guestBaseKB = h.mem.guestKB()
 	return nil
 }
 
@@ -331,58 +393,100 @@ func (h *host) bind(namespace string, fc *filesConf) error {
 	if fc != nil {
 		h.files = &scratch{dir: fc.Dir, maxBytes: fc.MaxBytes, maxFiles: fc.MaxFiles}
 	}
-	_, err := h.api.MethodCall("bind", h.str(namespace))
+	err := h.call("bind", h.str(namespace))
+	h.releaseValues()
+	return err
+}
+
+// keep records a value to release when the current entry ends.
+func (h *host) keep(v *v8.Value) *v8.Value {
+	if v != nil {
+		h.vals = append(h.vals, v)
+	}
+	return v
+}
+
+// releaseValues releases every value kept during the entry.
+func (h *host) releaseValues() {
+	for _, v := range h.vals {
+		v.Release()
+	}
+	h.vals = h.vals[:0]
+}
+
+// call invokes a method of the prelude's host API, releasing its result.
+func (h *host) call(method string, args ...v8.Valuer) error {
+	v, err := h.api.MethodCall(method, args...)
+	h.keep(v)
 	return err
 }
 
 func (h *host) num(n int64) *v8.Value {
 	v, _ := v8.NewValue(h.iso, float64(n))
-	return v
+	return h.keep(v)
 }
 
 func (h *host) str(s string) *v8.Value {
 	v, _ := v8.NewValue(h.iso, s)
-	return v
+	return h.keep(v)
 }
 
 func (h *host) boolean(b bool) *v8.Value {
 	v, _ := v8.NewValue(h.iso, b)
-	return v
+	return h.keep(v)
 }
 
-// enter runs fn inside the isolate with the deadline watchdog armed, then
-// reports finished tasks. A termination we fired is a timeout; a termination
-// we did not fire, or a raised heap limit, is the heap cap. Either kills the
-// isolate, and the host exits.
+// enter runs fn inside the isolate — the only way guest JavaScript runs —
+// under the guard: the deadline of the earliest active task, or for work
+// with no call in flight (a callback settling after its run returned) the
+// detached budget, and the memory cap throughout. Finished tasks are
+// collected while still guarded (collecting must not run guest code, but
+// if it ever did, it would be bounded too). A termination the guard fired
+// is a timeout or the memory cap; one we did not fire, or a raised heap
+// limit, is the heap cap. Any of them kills the isolate, and the host exits;
+// so does guest memory over the cap at the end of an entry.
 func (h *host) enter(fn func() error, task int64) (int, bool) {
 	earliest := h.earliest()
-	var stop func() bool
+	deadline := time.Now().Add(h.detachedBudget())
 	if earliest != nil {
-		t := time.AfterFunc(time.Until(earliest.deadline), func() {
-			h.fired.Store(true)
-			h.iso.TerminateExecution()
-		})
-		stop = t.Stop
+		deadline = earliest.deadline
 	}
+	h.guard.arm(deadline)
 	err := fn()
-	if stop != nil {
-		stop()
-	}
-	if h.fired.Load() {
-		h.die(statusTimeout, earliest.id)
-		return 0, true
-	}
-	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) {
-		h.die(statusMemory, 0)
-		return 0, true
-	}
-	if err != nil && task != 0 {
+	if err != nil && task != 0 && !isTermination(err) {
 		if _, ok := h.tasks[task]; ok {
 			h.finish(task, statusError, jsErrorText(err), nil)
 		}
 	}
-	h.collect()
+	cerr := h.collect()
+	fired := h.guard.disarm()
+	h.releaseValues()
+	switch {
+	case fired == firedDeadline && earliest != nil:
+		h.die(statusTimeout, earliest.id)
+		return 0, true
+	case fired == firedDeadline:
+		h.send(&msg{T: "warn", Text: "guest code running after its call had ended passed its deadline; the runtime was destroyed"})
+		h.die(statusTimeout, 0)
+		return 0, true
+	case fired == firedMemory, h.memoryOver():
+		if earliest == nil {
+			h.send(&msg{T: "warn", Text: "guest code running after its call had ended passed its memory cap; the runtime was destroyed"})
+		}
+		h.die(statusMemory, 0)
+		return 0, true
+	}
+	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) || isTermination(cerr) {
+		h.die(statusMemory, 0)
+		return 0, true
+	}
 	return 0, false
+}
+
+// memoryOver reports whether the guest holds more memory than its cap.
+func (h *host) memoryOver() bool {
+	limit := h.memLimitKB.Load()
+	return limit > 0 && h.mem.guestKB() > limit
 }
 
 func isTermination(err error) bool {
@@ -402,35 +506,61 @@ func jsErrorText(err error) string {
 	return err.Error()
 }
 
-type doneRecord struct {
-	Task   int64  `json:"task"`
-	Status string `json:"status"`
-	Text   string `json:"text"`
-}
-
-func (h *host) collect() {
+// collect reports the tasks the prelude finished. It reads the flat array
+// takeDone hands over (task, status, text, …) element by element.
+func (h *host) collect() error {
 	v, err := h.api.MethodCall("takeDone")
 	if err != nil {
-		return
+		return err
 	}
-	var recs []doneRecord
-	if json.Unmarshal([]byte(v.String()), &recs) != nil {
-		return
+	h.keep(v)
+	arr, err := v.AsObject()
+	if err != nil {
+		return err
 	}
-	for _, r := range recs {
-		if r.Status == statusOK {
-			h.finish(r.Task, statusOK, "", json.RawMessage(r.Text))
+	n := int(h.getIdx(arr, -1).Integer())
+	for i := 0; i+2 < n; i += 3 {
+		task := h.getIdx(arr, i).Integer()
+		status := h.getIdx(arr, i+1).String()
+		text := h.getIdx(arr, i+2).String()
+		if status == statusOK {
+			h.finish(task, statusOK, "", json.RawMessage(text))
 		} else {
-			h.finish(r.Task, r.Status, r.Text, nil)
+			h.finish(task, status, text, nil)
 		}
 	}
+	return nil
+}
+
+// getIdx reads arr[i] (i < 0: arr.length), keeping the value for release.
+func (h *host) getIdx(arr *v8.Object, i int) *v8.Value {
+	var v *v8.Value
+	var err error
+	if i < 0 {
+		v, err = arr.Get("length")
+	} else {
+		v, err = arr.GetIdx(uint32(i))
+	}
+	if err != nil || v == nil {
+		v, _ = v8.NewValue(h.iso, int32(0))
+	}
+	return h.keep(v)
 }
 
 func (h *host) finish(task int64, status, text string, result json.RawMessage) {
-	if _, ok := h.tasks[task]; !ok {
+	tk, ok := h.tasks[task]
+	if !ok {
 		return
 	}
 	delete(h.tasks, task)
+	// Cap here, before framing: a value too big for a frame would otherwise
+	// never reach the parent. The parent applies the configured caps again.
+	if len(result) > tk.resultCap {
+		result = capsfilter.ResultCap(result, tk.resultCap)
+	}
+	if len(text) > errorTextBudget {
+		text = capsfilter.StreamCap(text, capsfilter.Stderr, errorTextBudget)
+	}
 	m := &msg{T: "done", Task: task, Status: status, Error: text, Result: result}
 	if task == h.runTask {
 		if h.truncated {
@@ -444,6 +574,7 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 
 // native is the one function the prelude reaches the host through.
 func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
+	defer info.Release()
 	args := info.Args()
 	if len(args) < 1 {
 		return nil
@@ -461,6 +592,19 @@ func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
 	switch {
 	case op == "trigger":
 		res = h.trigger(arg)
+	case op == "files.read":
+		data, failed := h.filesRead(arg)
+		if failed == nil {
+			// The bytes as a one-byte string behind \x01 (see prelude.js).
+			return h.str("\x01" + bytesToBinaryString(data))
+		}
+		res = *failed
+	case op == "files.write":
+		contents := ""
+		if len(args) > 2 {
+			contents = args[2].String()
+		}
+		res = h.filesWrite(arg, contents)
 	case strings.HasPrefix(op, "files."):
 		res = h.filesOp(strings.TrimPrefix(op, "files."), arg)
 	default:

@@ -21,24 +21,31 @@
   const fromCharCode = String.fromCharCode;
   const MapCtor = Map;
   const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
-  const WeakSetCtor = WeakSet;
-  const wsAdd = WeakSet.prototype.add, wsHas = WeakSet.prototype.has;
+  const WeakMapCtor = WeakMap;
+  const wmSet = WeakMap.prototype.set, wmGet = WeakMap.prototype.get;
   const arrayPush = Array.prototype.push, arraySplice = Array.prototype.splice, arrayJoin = Array.prototype.join;
   const charCodeAt = String.prototype.charCodeAt;
   const apply = Reflect.apply;
 
-  const quotaErrors = new WeakSetCtor();
+  // A quota refusal that escapes the run becomes the worker's own error
+  // (resource_exhausted), so its text is kept here, where tenant code
+  // cannot reach it: an edited e.message must not become worker text.
+  const quotaErrors = new WeakMapCtor();
 
-  // host calls a synchronous native operation; the answer is JSON
-  // {"v": value} or {"e": message, "k": "TypeError"|"Error", "q": bool}.
-  function host(op, arg) {
-    const r = parse(native(op, arg));
+  // answer turns a native operation's JSON answer — {"v": value} or
+  // {"e": message, "k": "TypeError"|"Error", "q": bool} — into its value
+  // or a thrown error.
+  function answer(text) {
+    const r = parse(text);
     if (r.e !== undefined) {
       const e = r.k === 'TypeError' ? new TypeErrorCtor(r.e) : new ErrorCtor(r.e);
-      if (r.q) apply(wsAdd, quotaErrors, [e]);
+      if (r.q) apply(wmSet, quotaErrors, [e, r.e]);
       throw e;
     }
     return r.v;
+  }
+  function host(op, arg) {
+    return answer(native(op, arg));
   }
 
   function serialize(v) {
@@ -107,9 +114,10 @@
     apply(then, PromiseCtor.resolve(p), [
       (v) => finish(task, 'ok', serialize(v)),
       (e) => {
-        let quota = false;
-        try { quota = apply(wsHas, quotaErrors, [e]); } catch (_) {}
-        finish(task, quota ? 'quota' : 'error', quota ? StringCtor(e.message) : errorText(e));
+        let quota;
+        try { quota = apply(wmGet, quotaErrors, [e]); } catch (_) {}
+        if (typeof quota === 'string') finish(task, 'quota', quota);
+        else finish(task, 'error', errorText(e));
       },
     ]);
   }
@@ -225,9 +233,11 @@
   }
 
   // --- iii.files ---
-  function toBytes(s) {
-    const u = new U8(s.length);
-    for (let i = 0; i < s.length; i++) u[i] = apply(charCodeAt, s, [i]);
+  // toBytes turns a one-byte string (each char one byte) into bytes,
+  // skipping the first `from` chars.
+  function toBytes(s, from) {
+    const u = new U8(s.length - from);
+    for (let i = from; i < s.length; i++) u[i - from] = apply(charCodeAt, s, [i]);
     return u;
   }
   function toBinaryString(u) {
@@ -237,7 +247,14 @@
   }
   const files = filesEnabled ? freeze({
     list() { return host('files.list', ''); },
-    read(name) { return toBytes(host('files.read', stringify({ name: name === undefined ? null : name, t: typeof name }))); },
+    read(name) {
+      // The bytes come back as a one-byte string behind a leading \u0001
+      // (a refusal is JSON like every other answer): no JSON escaping, so
+      // a file costs about its size to read.
+      const r = native('files.read', stringify({ name: name === undefined ? null : name, t: typeof name }));
+      if (r.length > 0 && apply(charCodeAt, r, [0]) === 1) return toBytes(r, 1);
+      return answer(r);
+    },
     readText(name) { return host('files.readText', stringify({ name: name === undefined ? null : name, t: typeof name })); },
     remove(name) { host('files.remove', stringify({ name: name === undefined ? null : name, t: typeof name })); },
     write(name, contents) {
@@ -245,7 +262,8 @@
       if (typeof contents === 'string') data = contents;
       else if (contents instanceof U8) { data = toBinaryString(contents); binary = true; }
       else data = null;
-      host('files.write', stringify({ name: name === undefined ? null : name, t: typeof name, data, binary }));
+      // The contents travel as a third argument, not inside the JSON head.
+      answer(native('files.write', stringify({ name: name === undefined ? null : name, t: typeof name, has: data !== null, binary }), data === null ? '' : data));
     },
   }) : undefined;
 
@@ -271,8 +289,16 @@
       namespace = ns;
     },
     track,
+    // takeDone hands the finished tasks over as a flat array of primitives
+    // (task, status, text, task, …): the host reads it element by element,
+    // so no guest-reachable serialization (a tenant's toJSON) runs and the
+    // result text is not copied and escaped once more.
     takeDone() {
-      const out = stringify(done);
+      const out = [];
+      for (let i = 0; i < done.length; i++) {
+        const d = done[i];
+        apply(arrayPush, out, [d.task, d.status, d.text]);
+      }
       apply(arraySplice, done, [0, done.length]);
       return out;
     },

@@ -21,15 +21,17 @@ type msg struct {
 	Task int64  `json:"task,omitempty"`
 	Call int64  `json:"call,omitempty"`
 
-	// init
-	HeapMB    int64      `json:"heap_mb,omitempty"`
-	FilesOn   bool       `json:"files_on,omitempty"`
-	Namespace string     `json:"namespace,omitempty"`
-	Files     *filesConf `json:"files,omitempty"`
+	// init / bind
+	HeapMB     int64      `json:"heap_mb,omitempty"`
+	ExternalMB int64      `json:"external_mb,omitempty"` // bind: the off-heap cap
+	FilesOn    bool       `json:"files_on,omitempty"`
+	Namespace  string     `json:"namespace,omitempty"`
+	Files      *filesConf `json:"files,omitempty"`
 
 	// run / invoke / define / trigger-type tasks
 	Code       string          `json:"code,omitempty"`
-	BudgetMS   int64           `json:"budget_ms,omitempty"`
+	BudgetMS   int64           `json:"budget_ms,omitempty"`  // a task's budget; bind: the budget of work with no call (max_timeout_ms)
+	ResultCap  int64           `json:"result_cap,omitempty"` // run: max_result_bytes (0 = only the frame bounds it)
 	FunctionID string          `json:"function_id,omitempty"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
 	Binding    json.RawMessage `json:"binding,omitempty"`

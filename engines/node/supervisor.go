@@ -32,8 +32,9 @@ type hostProc struct {
 
 	stdout *os.File // read end of the host's stdout, closed after it exits
 
-	wmu sync.Mutex
-	w   *frameWriter
+	wsem  chan struct{} // one writer at a time, acquired under a deadline
+	stdin *os.File      // write end of the host's stdin (non-blocking: writes take deadlines)
+	w     *frameWriter
 
 	mu       sync.Mutex
 	waiters  map[int64]chan *msg
@@ -76,10 +77,11 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env // minimal: nothing of the worker's environment
 	cmd.SysProcAttr = hostSysProcAttr()
-	stdin, err := cmd.StdinPipe()
+	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("host pipe: %w", err)
 	}
+	cmd.Stdin = inR
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("host pipe: %w", err)
@@ -89,14 +91,20 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	if err != nil {
 		pr.Close()
 		pw.Close()
+		inR.Close()
+		inW.Close()
 		return nil, err
 	}
-	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, w: &frameWriter{w: stdin}, waiters: map[int64]chan *msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
+	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, wsem: make(chan struct{}, 1), stdin: inW, w: &frameWriter{w: inW},
+		waiters: map[int64]chan *msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
 	cmd.Stderr = &p.stderr
 	err = cmd.Start()
-	pw.Close() // the child holds its own copy
+	// The child holds its own copies of its pipe ends.
+	pw.Close()
+	inR.Close()
 	if err != nil {
 		pr.Close()
+		inW.Close()
 		return nil, fmt.Errorf("start isolate host: %w", err)
 	}
 	p.pid = cmd.Process.Pid
@@ -124,11 +132,41 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	}
 }
 
+// hostWriteWait bounds a write to a host that should be reading (it is
+// idle, or answers within its own deadline).
+const hostWriteWait = 5 * time.Second
+
 func (p *hostProc) send(m *msg) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	return p.w.write(m)
+	return p.sendBy(m, time.Now().Add(hostWriteWait))
 }
+
+// sendBy writes m to the host, giving up at deadline. Nothing is ever
+// written to a host without a deadline: a host that does not read (guest
+// code spinning) would otherwise block the writer, and everyone queued
+// behind it, for as long as it spins. A write that times out may have left
+// half a frame in the pipe, so the host is killed.
+func (p *hostProc) sendBy(m *msg, deadline time.Time) error {
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case p.wsem <- struct{}{}:
+	case <-wait.C:
+		return errWriteTimeout
+	case <-p.exited:
+		return errors.New("isolate host is gone")
+	}
+	defer func() { <-p.wsem }()
+	_ = p.stdin.SetWriteDeadline(deadline)
+	err := p.w.write(m)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		p.kill("timeout")
+		return errWriteTimeout
+	}
+	return err
+}
+
+// errWriteTimeout is a write to a host that did not read in time.
+var errWriteTimeout = errors.New("isolate host did not read its input in time")
 
 func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 	booted := false
@@ -183,6 +221,7 @@ func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 	}
 	err := p.cmd.Wait()
 	p.stdout.Close()
+	p.stdin.Close()
 	reason := p.classify(err)
 	p.mu.Lock()
 	p.deathAs = reason
@@ -245,8 +284,9 @@ func (p *hostProc) dead() bool {
 	}
 }
 
-// start sends a task message and returns the channel its done arrives on.
-func (p *hostProc) start(m *msg) (chan *msg, error) {
+// start sends a task message, giving up at deadline, and returns the
+// channel its done arrives on.
+func (p *hostProc) start(m *msg, deadline time.Time) (chan *msg, error) {
 	ch := make(chan *msg, 1)
 	p.mu.Lock()
 	if p.deathAs != "" {
@@ -255,7 +295,7 @@ func (p *hostProc) start(m *msg) (chan *msg, error) {
 	}
 	p.waiters[m.Task] = ch
 	p.mu.Unlock()
-	if err := p.send(m); err != nil {
+	if err := p.sendBy(m, deadline); err != nil {
 		p.mu.Lock()
 		delete(p.waiters, m.Task)
 		p.mu.Unlock()
