@@ -56,6 +56,9 @@ type Namespaces struct {
 	Engines  map[Lang]Engine
 	Run      *RunService
 	Now      func() time.Time
+	// Owners answers whether another worker on the engine serves an id
+	// (nil: no engine, as in local mode).
+	Owners Owners
 
 	mu   sync.Mutex
 	live map[nsKey]*nsRuntime
@@ -147,11 +150,19 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	if ns == "code-runner::" {
 		return nil, Errorf(CodeInvalidRequest, `namespace "code-runner::" is reserved for the worker itself; pick your own namespace`)
 	}
+	if err := CheckOwnID(WhatFunction, req.FunctionID); err != nil {
+		return nil, err
+	}
 	eng, err := n.Run.engine(req.Lang)
 	if err != nil {
 		return nil, err
 	}
 	owner := string(req.Lang) + ":" + ns
+	if n.Registry.FunctionOwner(req.FunctionID) == "" {
+		if err := CheckNotServedElsewhere(ctx, n.Owners, WhatFunction, req.FunctionID); err != nil {
+			return nil, err
+		}
+	}
 	if err := n.Registry.ClaimFunction(req.FunctionID, owner); err != nil {
 		return nil, Errorf(CodeInvalidRequest, "function id %q is already taken", req.FunctionID)
 	}

@@ -110,6 +110,22 @@ func (r *runtime) checkIDAndDescription(id string, description *string) error {
 	return nil
 }
 
+// checkOthers refuses an id that belongs to others (reserved prefixes, the
+// deny-list, another worker's function or trigger type). An id this worker
+// already holds is its own.
+func (r *runtime) checkOthers(what, id string) error {
+	if err := core.CheckOwnID(what, id); err != nil {
+		return errors.New(err.Text)
+	}
+	if what != core.WhatTriggerType && r.e.opts.Registry.FunctionOwner(id) != "" {
+		return nil
+	}
+	if err := core.CheckNotServedElsewhere(context.Background(), r.e.opts.Owners, what, id); err != nil {
+		return errors.New(err.Text)
+	}
+	return nil
+}
+
 func (r *runtime) countLocked() int { return len(r.fns) + len(r.triggers) + len(r.ttypes) }
 
 func budgetErr() error {
@@ -154,6 +170,11 @@ func (r *runtime) registerFunction(raw json.RawMessage) error {
 		return budgetErr()
 	}
 	r.mu.Unlock()
+	if !held {
+		if err := r.checkOthers(core.WhatFunction, a.ID); err != nil {
+			return err
+		}
+	}
 	if err := r.e.opts.Registry.ClaimFunction(a.ID, r.owner); err != nil {
 		return fmt.Errorf("id %s is already registered", a.ID)
 	}
@@ -260,6 +281,9 @@ func (r *runtime) registerTrigger(raw json.RawMessage) (string, error) {
 	if err := capsfilter.CheckTriggerTarget(a.FunctionID); err != nil {
 		return "", err
 	}
+	if err := r.checkOthers(core.WhatTarget, a.FunctionID); err != nil {
+		return "", err
+	}
 	if n := len(a.Config); n > maxConfigBytes {
 		return "", fmt.Errorf("trigger config is %d bytes; the limit is 1048576", n)
 	}
@@ -310,6 +334,13 @@ func (r *runtime) registerTriggerType(raw json.RawMessage) error {
 	}
 	r.mu.Lock()
 	held := r.ttypes[a.ID]
+	r.mu.Unlock()
+	if !held {
+		if err := r.checkOthers(core.WhatTriggerType, a.ID); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
 	if !held && r.countLocked() >= maxRegistrations {
 		r.mu.Unlock()
 		return budgetErr()

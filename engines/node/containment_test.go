@@ -12,10 +12,12 @@ import (
 	"github.com/code-runner-go/code-runner/internal/procfs"
 )
 
-// echoTransport answers every guest call with its own payload.
+// echoTransport answers every guest call with its own payload, a little
+// later (so refusals, which never reach it, are answered first).
 type echoTransport struct{}
 
 func (echoTransport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
+	time.Sleep(100 * time.Millisecond)
 	return inv.Data, nil
 }
 

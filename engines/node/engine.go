@@ -45,6 +45,9 @@ type Options struct {
 	Transport core.Transport
 	// Live returns the live configuration.
 	Live func() *configsvc.Config
+	// Owners answers whether another worker on the engine serves an id a
+	// guest wants to publish or bind (nil: no engine).
+	Owners core.Owners
 	Log  *slog.Logger
 }
 
@@ -367,7 +370,7 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	r.mu.Lock()
 	r.bridge = ex.Bridge
 	r.mu.Unlock()
-	d, err := r.exec(ctx, &msg{T: "run", Code: ex.Code, ResultCap: r.e.opts.Live().MaxResultBytes})
+	d, err := r.exec(ctx, &msg{T: "run", Code: ex.Code})
 	r.mu.Lock()
 	r.bridge = nil
 	r.mu.Unlock()

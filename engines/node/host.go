@@ -84,10 +84,9 @@ func RunHost(in HostInput, out io.Writer) int {
 }
 
 type hostTask struct {
-	id        int64
-	kind      string
-	deadline  time.Time
-	resultCap int // the largest result this task may send (bytes)
+	id       int64
+	kind     string
+	deadline time.Time
 }
 
 type host struct {
@@ -332,11 +331,7 @@ func orNull(b json.RawMessage) json.RawMessage {
 func (h *host) startTask(m *msg, kind string) {
 	budget := time.Duration(m.BudgetMS) * time.Millisecond
 	h.lastBudget = budget
-	resultCap := frameBudget
-	if m.ResultCap > 0 && m.ResultCap < frameBudget {
-		resultCap = int(m.ResultCap)
-	}
-	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(budget), resultCap: resultCap}
+	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(budget)}
 }
 
 // detachedBudget is how long guest code may run with no call in flight.
@@ -548,15 +543,15 @@ func (h *host) getIdx(arr *v8.Object, i int) *v8.Value {
 }
 
 func (h *host) finish(task int64, status, text string, result json.RawMessage) {
-	tk, ok := h.tasks[task]
-	if !ok {
+	if _, ok := h.tasks[task]; !ok {
 		return
 	}
 	delete(h.tasks, task)
 	// Cap here, before framing: a value too big for a frame would otherwise
-	// never reach the parent. The parent applies the configured caps again.
-	if len(result) > tk.resultCap {
-		result = capsfilter.ResultCap(result, tk.resultCap)
+	// never reach the parent. The configured caps (the call's own
+	// snapshot) are the pipeline's, after this.
+	if len(result) > frameBudget {
+		result = capsfilter.ResultCap(result, frameBudget)
 	}
 	if len(text) > errorTextBudget {
 		text = capsfilter.StreamCap(text, capsfilter.Stderr, errorTextBudget)

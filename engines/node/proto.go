@@ -31,7 +31,6 @@ type msg struct {
 	// run / invoke / define / trigger-type tasks
 	Code       string          `json:"code,omitempty"`
 	BudgetMS   int64           `json:"budget_ms,omitempty"`  // a task's budget; bind: the budget of work with no call (max_timeout_ms)
-	ResultCap  int64           `json:"result_cap,omitempty"` // run: max_result_bytes (0 = only the frame bounds it)
 	FunctionID string          `json:"function_id,omitempty"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
 	Binding    json.RawMessage `json:"binding,omitempty"`

@@ -29,6 +29,7 @@ func (e *Engine) installBuiltins() {
 	e.registerBuiltin("engine::functions::list", e.functionsList)
 	e.registerBuiltin("engine::functions::info", e.functionsInfo)
 	e.registerBuiltin("engine::workers::list", e.workersList)
+	e.registerBuiltin("engine::triggers::list", e.triggersList)
 	e.registerBuiltinType("engine::workers-available", "Fires when workers connect, disconnect or report metadata.", workersAvailable{e})
 }
 
@@ -258,5 +259,46 @@ func (e *Engine) workersList(ctx context.Context, caller *econn, data json.RawMe
 		rows = []WorkerSummary{}
 	}
 	b, _ := json.Marshal(map[string]any{"workers": rows})
+	return b, nil
+}
+
+// TriggerTypeSummary is one row of engine::triggers::list.
+type TriggerTypeSummary struct {
+	ID          string `json:"id"`
+	WorkerName  string `json:"worker_name"`
+	Description string `json:"description"`
+}
+
+// triggersList serves engine::triggers::list: trigger *types*, sorted by id,
+// filtered by prefix and search. Built-in types have no worker name.
+func (e *Engine) triggersList(ctx context.Context, caller *econn, data json.RawMessage) (json.RawMessage, *iii.ErrorBody) {
+	var in struct {
+		Prefix          string `json:"prefix"`
+		Search          string `json:"search"`
+		IncludeInternal bool   `json:"include_internal"`
+	}
+	if len(data) > 0 && string(data) != "null" {
+		if err := json.Unmarshal(data, &in); err != nil {
+			return nil, deserializationError("engine::triggers::list", err)
+		}
+	}
+	e.mu.Lock()
+	rows := []TriggerTypeSummary{}
+	for id, tt := range e.triggerTypes {
+		if in.Prefix != "" && !strings.HasPrefix(id, in.Prefix) {
+			continue
+		}
+		if in.Search != "" && !strings.Contains(id, in.Search) {
+			continue
+		}
+		name := ""
+		if tt.provider != nil {
+			name = tt.provider.meta.Name
+		}
+		rows = append(rows, TriggerTypeSummary{ID: id, WorkerName: name, Description: tt.description})
+	}
+	e.mu.Unlock()
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	b, _ := json.Marshal(map[string]any{"triggers": rows})
 	return b, nil
 }

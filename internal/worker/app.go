@@ -48,6 +48,9 @@ type AppOptions struct {
 	Store     *configsvc.Store
 	Transport core.Transport // guest calls; see LocalTransport for no engine
 	Bus       core.Bus       // guest registrations; nil keeps them in-process
+	// Owners answers whether another worker serves an id before anything is
+	// published (nil: no engine to ask, as in local mode).
+	Owners core.Owners
 	NodeHost  []string       // isolate-host argv (default: this executable)
 	NodeEnv   []string
 	// PythonCacheDir overrides the python compilation cache ("-" = memory only).
@@ -62,7 +65,7 @@ func NewApp(o AppOptions) (*App, error) {
 	}
 	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log}
 	live := func() *configsvc.Config { return &a.Store.Load().Config }
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log})
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log, Owners: o.Owners})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
@@ -70,7 +73,7 @@ func NewApp(o AppOptions) (*App, error) {
 	a.Python = python.New(python.Options{Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log, CacheDir: o.PythonCacheDir})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
-	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run}
+	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
 	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, live, o.Log)
 	a.Router = core.NewRouter(o.Transport, o.Log)
 	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {

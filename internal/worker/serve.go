@@ -97,7 +97,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		label = "config file"
 	}
 
-	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: Transport{Client: client}, Bus: Bus{Client: client},
+	transport := Transport{Client: client}
+	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client},
+		Owners:   &core.EngineOwners{Transport: transport, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log})
 	if err != nil {
 		return err
