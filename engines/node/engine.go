@@ -48,7 +48,7 @@ type Options struct {
 	// Owners answers whether another worker on the engine serves an id a
 	// guest wants to publish or bind (nil: no engine).
 	Owners core.Owners
-	Log  *slog.Logger
+	Log    *slog.Logger
 }
 
 // Engine implements core.Engine for lang "node".

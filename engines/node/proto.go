@@ -30,7 +30,7 @@ type msg struct {
 
 	// run / invoke / define / trigger-type tasks
 	Code       string          `json:"code,omitempty"`
-	BudgetMS   int64           `json:"budget_ms,omitempty"`  // a task's budget; bind: the budget of work with no call (max_timeout_ms)
+	BudgetMS   int64           `json:"budget_ms,omitempty"` // a task's budget; bind: the budget of work with no call (max_timeout_ms)
 	FunctionID string          `json:"function_id,omitempty"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
 	Binding    json.RawMessage `json:"binding,omitempty"`

@@ -50,9 +50,9 @@ type AppOptions struct {
 	Bus       core.Bus       // guest registrations; nil keeps them in-process
 	// Owners answers whether another worker serves an id before anything is
 	// published (nil: no engine to ask, as in local mode).
-	Owners core.Owners
-	NodeHost  []string       // isolate-host argv (default: this executable)
-	NodeEnv   []string
+	Owners   core.Owners
+	NodeHost []string // isolate-host argv (default: this executable)
+	NodeEnv  []string
 	// PythonCacheDir overrides the python compilation cache ("-" = memory only).
 	PythonCacheDir string
 	Log            *slog.Logger
