@@ -265,8 +265,9 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 
 // hostCopySlackKB is what the parent's backstop allows a host beyond its
 // guest's caps: the host's own transient copies of guest data, each bounded
-// by a frame.
-const hostCopySlackKB = 2 * maxFrame >> 10
+// by a frame (several times that under the race detector, whose shadow
+// memory for those copies is resident too).
+const hostCopySlackKB = (2 * maxFrame >> 10) * raceShadowFactor
 
 // bindMsg gives a host this runtime: its namespace, scratch directory,
 // off-heap cap and the budget of guest work that runs with no call.

@@ -434,12 +434,13 @@ func (h *host) boolean(b bool) *v8.Value {
 // enter runs fn inside the isolate — the only way guest JavaScript runs —
 // under the guard: the deadline of the earliest active task, or for work
 // with no call in flight (a callback settling after its run returned) the
-// detached budget, and the memory cap throughout. Finished tasks are
-// collected while still guarded (collecting must not run guest code, but
-// if it ever did, it would be bounded too). A termination the guard fired
-// is a timeout or the memory cap; one we did not fire, or a raised heap
-// limit, is the heap cap. Any of them kills the isolate, and the host exits;
-// so does guest memory over the cap at the end of an entry.
+// detached budget, and the memory cap throughout. Finished tasks are taken
+// from the prelude while still guarded (taking them must not run guest
+// code, but if it ever did, it would be bounded too) and reported after.
+// A termination the guard fired is a timeout or the memory cap; one we did
+// not fire, or a raised heap limit, is the heap cap. Any of them kills the
+// isolate, and the host exits; so does guest memory over the cap at the end
+// of an entry.
 func (h *host) enter(fn func() error, task int64) (int, bool) {
 	earliest := h.earliest()
 	deadline := time.Now().Add(h.detachedBudget())
@@ -448,23 +449,27 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 	}
 	h.guard.arm(deadline)
 	err := fn()
+	recs, cerr := h.takeDone()
+	fired := h.guard.disarm()
+	// From here on only the host's own Go code runs: the records are
+	// reported (a big result's frame can take a while) unguarded.
 	if err != nil && task != 0 && !isTermination(err) {
 		if _, ok := h.tasks[task]; ok {
 			h.finish(task, statusError, jsErrorText(err), nil)
 		}
 	}
-	cerr := h.collect()
-	fired := h.guard.disarm()
-	h.releaseValues()
 	switch {
 	case fired == firedDeadline && earliest != nil:
+		h.releaseValues()
 		h.die(statusTimeout, earliest.id)
 		return 0, true
 	case fired == firedDeadline:
+		h.releaseValues()
 		h.send(&msg{T: "warn", Text: "guest code running after its call had ended passed its deadline; the runtime was destroyed"})
 		h.die(statusTimeout, 0)
 		return 0, true
 	case fired == firedMemory, h.memoryOver():
+		h.releaseValues()
 		if earliest == nil {
 			h.send(&msg{T: "warn", Text: "guest code running after its call had ended passed its memory cap; the runtime was destroyed"})
 		}
@@ -472,9 +477,18 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 		return 0, true
 	}
 	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) || isTermination(cerr) {
+		h.releaseValues()
 		h.die(statusMemory, 0)
 		return 0, true
 	}
+	for _, r := range recs {
+		if r.status == statusOK {
+			h.finish(r.task, statusOK, "", json.RawMessage(r.text))
+		} else {
+			h.finish(r.task, r.status, r.text, nil)
+		}
+	}
+	h.releaseValues()
 	return 0, false
 }
 
@@ -501,30 +515,30 @@ func jsErrorText(err error) string {
 	return err.Error()
 }
 
-// collect reports the tasks the prelude finished. It reads the flat array
+// doneRecord is one task the prelude finished.
+type doneRecord struct {
+	task         int64
+	status, text string
+}
+
+// takeDone takes the tasks the prelude finished, reading the flat array its
 // takeDone hands over (task, status, text, …) element by element.
-func (h *host) collect() error {
+func (h *host) takeDone() ([]doneRecord, error) {
 	v, err := h.api.MethodCall("takeDone")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h.keep(v)
 	arr, err := v.AsObject()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n := int(h.getIdx(arr, -1).Integer())
+	var recs []doneRecord
 	for i := 0; i+2 < n; i += 3 {
-		task := h.getIdx(arr, i).Integer()
-		status := h.getIdx(arr, i+1).String()
-		text := h.getIdx(arr, i+2).String()
-		if status == statusOK {
-			h.finish(task, statusOK, "", json.RawMessage(text))
-		} else {
-			h.finish(task, status, text, nil)
-		}
+		recs = append(recs, doneRecord{task: h.getIdx(arr, i).Integer(), status: h.getIdx(arr, i+1).String(), text: h.getIdx(arr, i+2).String()})
 	}
-	return nil
+	return recs, nil
 }
 
 // getIdx reads arr[i] (i < 0: arr.length), keeping the value for release.
