@@ -221,7 +221,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	var p *hostProc
 	loan := false
 	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
-		p = e.take(heap, filesOn, ro.OneShot)
+		p = e.take(ctx, heap, filesOn, ro.OneShot)
 		loan = p != nil && ro.OneShot
 	}
 	if p == nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
@@ -24,14 +25,20 @@ func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 	})
 }
 
+// recycleWait is how long a one-shot waits for a loaned host to come back
+// before spawning one.
+const recycleWait = 50 * time.Millisecond
+
 // take hands out a pooled host with heap cap heapMB and iii.files as asked.
-// A loan (one-shot runtimes) is expected back through give.
-func (e *Engine) take(heapMB int64, filesOn, loan bool) *hostProc {
+// A loan (one-shot runtimes) is expected back through give; with every host
+// out on loan, one coming back within recycleWait (a recycled host is a new
+// isolate, a few ms) beats spawning a process.
+func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool) *hostProc {
 	match := func(h *hostProc) bool { return h.heapMB == heapMB && h.filesOn == filesOn }
 	var h *hostProc
 	var ok bool
 	if loan {
-		h, ok = e.pool.Borrow(match)
+		h, ok = e.pool.BorrowWait(ctx, match, recycleWait)
 	} else {
 		h, ok = e.pool.Take(match)
 	}

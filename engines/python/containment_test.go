@@ -23,12 +23,13 @@ const (
 // overshoot), and the turn then ends as the budget kill even when the guest
 // catches the refusal — in one-shot, kept and namespace runtimes alike.
 func TestBudgetCrossingEndsTheTurnAsTheBudgetKill(t *testing.T) {
-	r := newRig(t, nil)
+	// 20,000 file creations take long under the race detector.
+	r := newRig(t, func(c *configsvc.Config) { c.MaxTimeoutMS = 180000 })
 	fastWriter := "chunk = b'x' * (1 << 20)\nf = open('/work/big', 'wb')\ntry:\n    while True:\n        f.write(chunk)\nexcept OSError:\n    pass\nresult = 'survived'"
 	manyFiles := "i = 0\ntry:\n    while True:\n        open('/work/f%d' % i, 'w').close()\n        i += 1\nexcept OSError:\n    pass\nresult = 'survived'"
 	for _, tc := range []struct{ name, code string }{{"bytes", fastWriter}, {"entries", manyFiles}} {
 		t.Run("one-shot "+tc.name, func(t *testing.T) {
-			res, err := r.run(t, map[string]any{"code": tc.code, "timeout_ms": 60000})
+			res, err := r.run(t, map[string]any{"code": tc.code, "timeout_ms": 180000})
 			if err == nil || err.Error() != workOverText {
 				t.Fatalf("got %v (result %s)", err, res.Result)
 			}

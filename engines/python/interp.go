@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing/fstest"
+	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
@@ -299,4 +300,136 @@ func (q *stdinQueue) blocked() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.waiting && len(q.buf) == 0
+}
+
+// errMemoryGrew refuses to reset an interpreter whose turn grew its memory.
+var errMemoryGrew = errors.New("the turn grew the interpreter's memory")
+
+// pingFrame is the health check sent after a reset; headroomFrame grows
+// the heap by 16 MiB and frees it again before the snapshot.
+var (
+	pingFrame     = []byte(`{"kind":"ping"}`)
+	headroomFrame = []byte(`{"kind":"run","code":"bytearray(16 << 20)"}`)
+)
+
+// linear returns the interpreter's snapshot-capable memory, if it has one.
+func (ip *interp) linear() *linearMemory {
+	m := ip.mem.mem.Load()
+	if m == nil {
+		return nil
+	}
+	lm, _ := (*m).(*linearMemory)
+	return lm
+}
+
+// takeSnapshot records the parked interpreter's memory as the state every
+// reset returns it to. The interpreter must be parked: blocked reading its
+// first frame.
+func (ip *interp) takeSnapshot(ctx context.Context) error {
+	if err := ip.waitParked(ctx); err != nil {
+		return err
+	}
+	// Room first: a turn that grows linear memory cannot be reset (see
+	// reset), so the allocator gets free pages to serve ordinary turns from
+	// (freed at once; the snapshot keeps zero pages as holes, so they cost
+	// nothing until used). Then a few turns, so the wrapper's park path is
+	// as warm (its bytecode specialized, its buffers sized) as it will ever
+	// be.
+	if err := ip.ping(ctx, headroomFrame); err != nil {
+		return err
+	}
+	for i := 0; i < 4; i++ {
+		if err := ip.ping(ctx, pingFrame); err != nil {
+			return err
+		}
+	}
+	lm := ip.linear()
+	if lm == nil {
+		return errors.New("interpreter memory cannot be snapshotted")
+	}
+	return lm.snapshot()
+}
+
+// waitParked waits until the guest is blocked reading stdin with nothing
+// queued.
+func (ip *interp) waitParked(ctx context.Context) error {
+	for !ip.stdin.blocked() {
+		select {
+		case <-ip.stdin.idle:
+		case <-ip.done:
+			return errors.New("interpreter ended")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// reset returns a parked interpreter to the moment it was snapshotted, as
+// if freshly booted: its memory restored (a copy-on-write re-mapping, not a
+// copy), /work and /out emptied, and a ping turn proving its stdin and
+// stdout still reach the host (guest code could have closed or renumbered
+// them). An interpreter that fails any step must be disposed of.
+func (ip *interp) reset(ctx context.Context) error {
+	if ip.dead() || !ip.stdin.blocked() {
+		return errors.New("interpreter is not parked")
+	}
+	lm := ip.linear()
+	if lm == nil {
+		return errors.New("interpreter has no snapshot")
+	}
+	if lm.Size() > uint64(lm.snapshotSize()) {
+		// The restored allocator would not know the pages the turn grew
+		// into (wasm memory never shrinks) and would grow past them: each
+		// reuse would cost memory for good.
+		return errMemoryGrew
+	}
+	if err := lm.restore(); err != nil {
+		return err
+	}
+	wipe(ip.workDir)
+	wipe(ip.outDir)
+	ip.work.reset()
+	ip.out.reset()
+	ip.resetMemoryDenied()
+	return ip.ping(ctx, pingFrame)
+}
+
+// ping sends a turn of the wrapper's own (the health check, or the
+// headroom allocation) and waits for its turn_done with the guest parked
+// again and no output.
+func (ip *interp) ping(ctx context.Context, frame []byte) error {
+	var out, errs capture
+	ip.stdout.setCapture(&out)
+	ip.stderr.setCapture(&errs)
+	defer ip.stdout.setCapture(nil)
+	defer ip.stderr.setCapture(nil)
+	if err := ip.send(frame); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	done := false
+	for {
+		select {
+		case ev := <-ip.events:
+			if kindOf(ev) != "turn_done" {
+				return errors.New("unexpected event answering a ping")
+			}
+			done = true
+		case <-ip.stdin.idle:
+		case <-ip.done:
+			return fmt.Errorf("interpreter ended answering a ping: %v", ip.exitErr)
+		case <-ctx.Done():
+			return errors.New("interpreter did not answer its ping")
+		}
+		if done && ip.stdin.blocked() {
+			ip.stdout.flush()
+			if out.buf.Len() != 0 || errs.buf.Len() != 0 {
+				return errors.New("interpreter wrote output answering its ping")
+			}
+			return nil
+		}
+	}
 }

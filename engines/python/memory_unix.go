@@ -4,6 +4,7 @@ package python
 
 import (
 	"context"
+	"sync"
 
 	"github.com/tetratelabs/wazero/experimental"
 	"golang.org/x/sys/unix"
@@ -20,6 +21,14 @@ import (
 type linearMemory struct {
 	capState
 	buf []byte
+
+	// mu orders Free (the instance closing, on its own goroutine) with
+	// snapshot and restore (the host, while the instance is parked): once
+	// the mapping is gone nothing may be mapped at its address again.
+	mu       sync.Mutex
+	freed    bool
+	snapFD   int // the snapshot's memory file (0: none)
+	snapSize int
 }
 
 // Reallocate implements experimental.LinearMemory.
@@ -32,6 +41,10 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 
 // Free implements experimental.LinearMemory.
 func (m *linearMemory) Free() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.freed = true
+	m.closeSnapshot()
 	if m.buf != nil {
 		_ = unix.Munmap(m.buf)
 		m.buf = nil

@@ -18,8 +18,14 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 			ip, err := e.bootInterp(ctx, defaultMemMB, dir)
 			if err != nil {
 				e.removeWorkDir(dir)
+				return nil, err
 			}
-			return ip, err
+			// A pooled interpreter records its parked memory so a one-shot
+			// can give it back reset instead of booting a replacement.
+			if err := ip.takeSnapshot(ctx); err != nil {
+				e.log.Debug("python interpreter without a snapshot; one-shots will not recycle it", "err", err)
+			}
+			return ip, nil
 		},
 		Discard: func(ip *interp) {
 			// An interpreter that never served, and its /work.
@@ -30,4 +36,23 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 		Usable: func(ip *interp) bool { return !ip.dead() },
 		Log:    e.log,
 	})
+}
+
+// recycle settles a one-shot's loan: an interpreter that is still parked
+// and was snapshotted is reset to its snapshot — memory, /work and /out as
+// they were when it first parked — and goes back to the pool; anything else
+// (killed, dead, grown, failing its ping, no room) is disposed of, with the
+// one-shot's /work. ip is nil when the one-shot's interpreter was killed.
+func (e *Engine) recycle(ip *interp, workDir string) {
+	if ip != nil && ip.workDir == workDir && ip.reset(context.Background()) == nil {
+		if e.pool.Settle(&ip) {
+			return
+		}
+	} else {
+		e.pool.Settle(nil)
+	}
+	if ip != nil {
+		ip.dispose()
+	}
+	e.removeWorkDir(workDir)
 }

@@ -19,6 +19,7 @@ import (
 // currently serving it (replaced after a kill; see contract §5.5).
 type pyRuntime struct {
 	e         *Engine
+	loan      bool // the interpreter was borrowed from the pool: recycle it
 	workDir   string
 	memMB     int64
 	namespace string
@@ -536,6 +537,10 @@ func (r *pyRuntime) Destroy() []string {
 	// The interpreter and /work go in the background: nothing can reach them
 	// any more, and the caller's response need not wait (Close does).
 	r.e.background(func() {
+		if r.loan {
+			r.e.recycle(ip, r.workDir)
+			return
+		}
 		if ip != nil {
 			ip.dispose()
 		}

@@ -5,6 +5,7 @@ package benchutil
 import (
 	"os/exec"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,3 +77,58 @@ func Spawn(b *testing.B, name string, args ...string) {
 
 // RSSKB is the resident set size of pid in KiB.
 func RSSKB(pid int) int64 { return procfs.RSSKB(pid) }
+
+// Load is the outcome of a fixed-duration run of concurrent callers.
+type Load struct {
+	Calls   int
+	Elapsed time.Duration
+	Latency Samples
+	CPU     time.Duration // process CPU (plus whatever extra reported) spent meanwhile
+}
+
+// Concurrent runs call from callers goroutines for d and records every
+// call's latency and the CPU that cpu reports (called before and after).
+func Concurrent(callers int, d time.Duration, call func() error, cpu func() time.Duration) (Load, error) {
+	var mu sync.Mutex
+	var lat Samples
+	var firstErr error
+	start := time.Now()
+	cpu0 := cpu()
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(start) < d {
+				t := time.Now()
+				err := call()
+				el := time.Since(t)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				lat = append(lat, el)
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	l := Load{Calls: len(lat), Elapsed: time.Since(start), Latency: lat, CPU: cpu() - cpu0}
+	return l, firstErr
+}
+
+// Report prints calls/s, p50, p99 and CPU per call under name.
+func (l Load) Report(b *testing.B, name string) {
+	b.ReportMetric(float64(l.Calls)/l.Elapsed.Seconds(), name+"-calls/s")
+	b.ReportMetric(ms(l.Latency.P(0.50)), name+"-p50-ms")
+	b.ReportMetric(ms(l.Latency.P(0.99)), name+"-p99-ms")
+	if l.Calls > 0 {
+		b.ReportMetric(ms(l.CPU/time.Duration(l.Calls)), name+"-cpu-ms/call")
+	}
+}
+
+// ProcessCPU returns the CPU time (user + system) of pid so far.
+func ProcessCPU(pid int) time.Duration { return procfs.CPU(pid) }

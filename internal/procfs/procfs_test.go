@@ -3,6 +3,7 @@ package procfs
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 func TestRSSOfThisProcess(t *testing.T) {
@@ -21,4 +22,16 @@ func TestRSSOfThisProcess(t *testing.T) {
 		t.Fatal("unreadable pid must be 0")
 	}
 	_ = buf[len(buf)-1]
+}
+
+func TestCPUGrowsWithWork(t *testing.T) {
+	before := CPU(os.Getpid())
+	deadline := time.Now().Add(300 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	if after := CPU(os.Getpid()); after <= before {
+		t.Fatalf("CPU did not grow after 300 ms of spinning: %v → %v (%d)", before, after, x)
+	}
 }

@@ -32,7 +32,8 @@ type Pool[T any] struct {
 	cfg    Config[T]
 	mu     sync.Mutex
 	ready  []T
-	loans  int // entries handed out by Borrow and not yet settled
+	loans  int           // entries handed out by Borrow and not yet settled
+	back   chan struct{} // closed (and replaced) whenever an entry is parked
 	wake   chan struct{}
 	stop   chan struct{}
 	closed bool
@@ -47,7 +48,7 @@ func New[T any](cfg Config[T]) *Pool[T] {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	p := &Pool[T]{cfg: cfg, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &Pool[T]{cfg: cfg, back: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	p.wg.Add(1)
 	go p.fill()
 	p.Kick()
@@ -97,6 +98,40 @@ func (p *Pool[T]) Borrow(match func(T) bool) (T, bool) {
 	return p.take(match, true)
 }
 
+// BorrowWait is Borrow that, when nothing is parked but loans are out,
+// waits up to wait for one to come back before giving up: a loaned entry
+// returns in a few milliseconds, while booting a new one can take far
+// longer.
+func (p *Pool[T]) BorrowWait(ctx context.Context, match func(T) bool, wait time.Duration) (T, bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		if e, ok := p.take(match, true); ok {
+			return e, true
+		}
+		p.mu.Lock()
+		loans, back, closed := p.loans, p.back, p.closed
+		p.mu.Unlock()
+		var zero T
+		if loans == 0 || closed {
+			return zero, false
+		}
+		select {
+		case <-back:
+		case <-timer.C:
+			return zero, false
+		case <-ctx.Done():
+			return zero, false
+		}
+	}
+}
+
+// parkedLocked tells waiters an entry was parked.
+func (p *Pool[T]) parkedLocked() {
+	close(p.back)
+	p.back = make(chan struct{})
+}
+
 // Settle ends a loan from Borrow. back is the entry, rebuilt for reuse, or
 // nil when it is not coming back; Settle reports whether it was parked (if
 // not, the caller discards it).
@@ -107,6 +142,7 @@ func (p *Pool[T]) Settle(back *T) bool {
 	if back != nil && !p.closed && len(p.ready) < p.cfg.Want() {
 		p.ready = append(p.ready, *back)
 		parked = true
+		p.parkedLocked()
 	}
 	p.mu.Unlock()
 	p.Kick()
@@ -129,6 +165,7 @@ func (p *Pool[T]) Put(e T) bool {
 		return false
 	}
 	p.ready = append(p.ready, e)
+	p.parkedLocked()
 	return true
 }
 

@@ -145,3 +145,50 @@ func TestLoansAreNotReplaced(t *testing.T) {
 	}
 	waitFor(t, func() bool { return p.Size() == 2 && booted.Load() == 3 }) // a lost loan is replaced
 }
+
+// BorrowWait waits for a loaned entry to come back instead of giving up,
+// and gives up at once when no loan is out.
+func TestBorrowWaitTakesTheEntryThatComesBack(t *testing.T) {
+	var booted atomic.Int64
+	p := New(Config[int]{
+		Boot:    func(ctx context.Context) (int, error) { return int(booted.Add(1)), nil },
+		Discard: func(int) {},
+		Want:    func() int { return 1 },
+		Usable:  func(int) bool { return true },
+	})
+	defer p.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Size() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	e, ok := p.Borrow(nil)
+	if !ok {
+		t.Fatal("nothing to borrow")
+	}
+	got := make(chan int, 1)
+	go func() {
+		v, ok := p.BorrowWait(context.Background(), nil, 10*time.Second)
+		if !ok {
+			v = -1
+		}
+		got <- v
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if !p.Settle(&e) {
+		t.Fatal("the returning entry was not parked")
+	}
+	if v := <-got; v != e {
+		t.Fatalf("the waiter got %d, want the returned entry %d", v, e)
+	}
+	if n := booted.Load(); n != 1 {
+		t.Fatalf("%d entries booted; the loan should have kept the pool from booting", n)
+	}
+	p.Settle(nil)
+	// No loan out and nothing parked (want 0 now): no wait at all.
+	q := New(Config[int]{Boot: func(ctx context.Context) (int, error) { return 0, nil }, Discard: func(int) {}, Want: func() int { return 0 }, Usable: func(int) bool { return true }})
+	defer q.Close()
+	start := time.Now()
+	if _, ok := q.BorrowWait(context.Background(), nil, 10*time.Second); ok || time.Since(start) > 5*time.Second {
+		t.Fatalf("BorrowWait with no loan out: ok=%v after %v", ok, time.Since(start))
+	}
+}

@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package python
+
+import "errors"
+
+var errNoSnapshots = errors.New("memory snapshots need Linux (memfd)")
+
+func (m *linearMemory) snapshot() error   { return errNoSnapshots }
+func (m *linearMemory) restore() error    { return errNoSnapshots }
+func (m *linearMemory) closeSnapshot()    {}
+func (m *linearMemory) snapshotSize() int { return 0 }
