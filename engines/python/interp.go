@@ -47,6 +47,7 @@ type interp struct {
 	work     *budget // /work's budget, admitted write by write
 	out      *budget // /out's
 	over     chan *budget
+	open     openFiles  // files the guest has open under /work and /out
 	mem      memorySlot // the instance's linear memory, once allocated
 	memCap   uint64     // linear memory cap, bytes
 }
@@ -84,8 +85,8 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		})
 	}
 	fsc := wazero.NewFSConfig().WithFSMount(runFS, "/run")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.out), "/out")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.work), "/work")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.out, &ip.open), "/out")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.work, &ip.open), "/work")
 	ip.stdout = newStdoutScanner(sentinel, ip.events, ip.killed)
 	ip.stderr = &stderrWriter{}
 	cfg := wazero.NewModuleConfig().
@@ -347,6 +348,7 @@ func (ip *interp) takeSnapshot(ctx context.Context) error {
 	if lm == nil {
 		return errors.New("interpreter memory cannot be snapshotted")
 	}
+	ip.open.keepOpen()
 	return lm.snapshot()
 }
 
@@ -388,6 +390,7 @@ func (ip *interp) reset(ctx context.Context) error {
 	if err := lm.restore(); err != nil {
 		return err
 	}
+	ip.open.closeOpened()
 	wipe(ip.workDir)
 	wipe(ip.outDir)
 	ip.work.reset()
@@ -414,8 +417,8 @@ func (ip *interp) ping(ctx context.Context, frame []byte) error {
 	for {
 		select {
 		case ev := <-ip.events:
-			if kindOf(ev) != "turn_done" {
-				return errors.New("unexpected event answering a ping")
+			if env, ok := parseEnvelope(ev); kindOf(ev) != "turn_done" || !ok || !env.OK {
+				return fmt.Errorf("the interpreter failed its check: %.200s", ev)
 			}
 			done = true
 		case <-ip.stdin.idle:

@@ -198,7 +198,10 @@ def _turn(t):
     kind = t.get('kind', 'run')
     if kind == 'ping':
         # The host's health check after it restored this interpreter's
-        # memory: reaching here proves stdin and stdout still work.
+        # memory: reaching here proves stdin and stdout still work; the
+        # mounts must be where they were, /work and /out empty.
+        if os.listdir('/work') or os.listdir('/out') or not os.path.isfile('/run/main.py'):
+            raise _RuntimeError('the interpreter is not as it was snapshotted')
         return '{"ok":true,"result":null}'
     if 'namespace' in t:
         _state['namespace'] = t['namespace']

@@ -44,7 +44,14 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 // (killed, dead, grown, failing its ping, no room) is disposed of, with the
 // one-shot's /work. ip is nil when the one-shot's interpreter was killed.
 func (e *Engine) recycle(ip *interp, workDir string) {
-	if ip != nil && ip.workDir == workDir && ip.reset(context.Background()) == nil {
+	var err error
+	if ip != nil && ip.workDir == workDir {
+		err = ip.reset(context.Background())
+	}
+	if err != nil {
+		e.log.Debug("python interpreter not recycled", "err", err)
+	}
+	if ip != nil && ip.workDir == workDir && err == nil {
 		if e.pool.Settle(&ip) {
 			return
 		}

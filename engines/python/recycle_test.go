@@ -2,6 +2,8 @@ package python
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,30 @@ result = [getattr(builtins, 'leak', None), json.dumps([1]), sys.modules.get('bas
 		}
 		waitParked()
 	}
+	// A descriptor the previous tenant left open is closed by the reset: the
+	// next tenant cannot read the deleted file through it.
+	res := r.mustRun(t, `import os
+open('/work/secret', 'w').write('tenant A')
+fds = [os.open('/work/secret', os.O_RDONLY) for _ in range(3)]
+result = fds`)
+	var fds []int
+	_ = json.Unmarshal(res.Result, &fds)
+	if len(fds) != 3 {
+		t.Fatalf("%+v", res)
+	}
+	waitParked()
+	res = r.mustRun(t, fmt.Sprintf(`import os
+out = []
+for fd in %v:
+    try:
+        out.append(os.read(fd, 100).decode())
+    except OSError as e:
+        out.append(type(e).__name__)
+result = out`, strings.Join(strings.Fields(fmt.Sprint(fds)), ", ")))
+	if strings.Contains(string(res.Result), "tenant A") || !strings.Contains(string(res.Result), "Error") {
+		t.Fatalf("the next tenant read the previous one's file: %s %s", res.Result, res.Stderr)
+	}
+	waitParked()
 	if n := interpSeq.Load() - booted; n != 0 {
 		t.Fatalf("%d interpreters were booted for 20 one-shots; want every one recycled", n)
 	}

@@ -116,11 +116,62 @@ func (b *budget) reset() {
 // new entry against the directory's budget.
 type guardedFS struct {
 	experimentalsys.FS
-	b *budget
+	b    *budget
+	open *openFiles
 }
 
-func newGuardedFS(b *budget) experimentalsys.FS {
-	return &guardedFS{FS: sysfs.DirFS(b.dir), b: b}
+func newGuardedFS(b *budget, open *openFiles) experimentalsys.FS {
+	return &guardedFS{FS: sysfs.DirFS(b.dir), b: b, open: open}
+}
+
+// openFiles tracks the files a guest has open under /work and /out, so a
+// reset can close what one tenant left open: a descriptor kept across the
+// reset would let the next tenant read a file the reset deleted.
+type openFiles struct {
+	mu    sync.Mutex
+	files map[*guardedFile]bool // true: open since before the snapshot (the mounts' own directories)
+}
+
+func (o *openFiles) add(f *guardedFile) {
+	o.mu.Lock()
+	if o.files == nil {
+		o.files = map[*guardedFile]bool{}
+	}
+	o.files[f] = false
+	o.mu.Unlock()
+}
+
+// keepOpen marks every file open now as the interpreter's own (the
+// preopened mount directories): closeAll leaves them.
+func (o *openFiles) keepOpen() {
+	o.mu.Lock()
+	for f := range o.files {
+		o.files[f] = true
+	}
+	o.mu.Unlock()
+}
+
+func (o *openFiles) remove(f *guardedFile) {
+	o.mu.Lock()
+	delete(o.files, f)
+	o.mu.Unlock()
+}
+
+// closeOpened closes every file opened since keepOpen (the guest's
+// descriptors to them stop working).
+func (o *openFiles) closeOpened() {
+	o.mu.Lock()
+	var opened []*guardedFile
+	for f, kept := range o.files {
+		if !kept {
+			opened = append(opened, f)
+			delete(o.files, f)
+		}
+	}
+	o.mu.Unlock()
+	for _, f := range opened {
+		_ = f.File.Close()
+	}
 }
 
 // Symlink is refused.
@@ -151,12 +202,21 @@ func (g *guardedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fi
 	if errno != 0 {
 		return f, errno
 	}
-	return &guardedFile{File: f, b: g.b}, 0
+	gf := &guardedFile{File: f, b: g.b, open: g.open}
+	g.open.add(gf)
+	return gf, 0
 }
 
 type guardedFile struct {
 	experimentalsys.File
-	b *budget
+	b    *budget
+	open *openFiles
+}
+
+// Close closes the file and stops tracking it.
+func (f *guardedFile) Close() experimentalsys.Errno {
+	f.open.remove(f)
+	return f.File.Close()
 }
 
 func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
