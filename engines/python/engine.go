@@ -194,6 +194,19 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 	}
 }
 
+// State says where the engine's boot is: "starting", "ready" or "failed".
+func (e *Engine) State() string {
+	select {
+	case <-e.ready:
+		if e.err != nil {
+			return "failed"
+		}
+		return "ready"
+	default:
+		return "starting"
+	}
+}
+
 // Lang returns core.LangPython.
 func (e *Engine) Lang() core.Lang { return core.LangPython }
 

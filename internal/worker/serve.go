@@ -106,7 +106,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer app.Close()
 
-	pythonErr := app.Python.WaitReady(ctx) // serve node only when it failed
+	// Python compiles (or loads its compilation cache) in the background:
+	// nothing waits for it. Python requests that arrive meanwhile wait for
+	// the boot inside the engine; node is served from the start.
+	go func() {
+		if err := app.Python.WaitReady(ctx); err == nil {
+			log.Info("python engine serving")
+		}
+	}()
 	pub := &Publisher{Client: client, Router: app.Router, Log: log}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
 	// The console UI: the content function, then one trigger per asset over
@@ -140,7 +147,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	go app.Sweeper().Run(ctx)
 	live := app.Store.Load().Config
-	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", pythonErr == nil, "config", label)
+	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", app.Python.State(), "config", label)
 	if o.Ready != nil {
 		o.Ready(app)
 	}
