@@ -261,7 +261,8 @@ result = [echo, none, nested['result'], errs]`)
 }
 
 func TestPythonAttacks(t *testing.T) {
-	r := newRig(t, func(c *configsvc.Config) { c.MaxRuntimes = 8 })
+	// 20,000 file creations take long under the race detector.
+	r := newRig(t, func(c *configsvc.Config) { c.MaxRuntimes = 8; c.MaxTimeoutMS = 180000 })
 	pid := os.Getpid()
 	trivial := func() {
 		t.Helper()
@@ -315,7 +316,7 @@ func TestPythonAttacks(t *testing.T) {
 	})
 	t.Run("filling /work past its budget", func(t *testing.T) {
 		kept, _ := r.run(t, map[string]any{"keep": true, "code": "result = 1"})
-		_, err := r.run(t, map[string]any{"runtime_id": kept.RuntimeID, "timeout_ms": 30000, "code": "i = 0\nwhile True:\n    open('/work/f%d' % i, 'w').close()\n    i += 1"})
+		_, err := r.run(t, map[string]any{"runtime_id": kept.RuntimeID, "timeout_ms": 180000, "code": "i = 0\nwhile True:\n    open('/work/f%d' % i, 'w').close()\n    i += 1"})
 		if err == nil || err.Error() != "code-runner::resource_exhausted: run wrote more than 268435456 bytes (or more than 20000 files) under /work and was killed" {
 			t.Fatalf("%v", err)
 		}
