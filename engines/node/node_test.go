@@ -594,18 +594,9 @@ func TestCloseRemovesScratchOfRuntimesDestroyedJustBefore(t *testing.T) {
 // and nothing on the way to the wire escapes <, >, &, U+2028 or U+2029.
 func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 	r := newRig(t, nil, nil, nil)
-	for _, tc := range []struct {
-		name, unit string
-		n          int
-		capped     string // "" = the value comes back whole
-	}{
-		{"html under the cap", "<&>", 10000, ""},
-		{"html over the cap", "<&>", 10923, "~32 KB (a 32769-char string)"},
-		{"line separators under the cap", "\u2028\u2029", 5000, ""},
-		{"line separators over the cap", "\u2028\u2029", 5462, "~32 KB (a 10924-char string)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code := fmt.Sprintf(`console.log("<&>\u2028"); return %q.repeat(%d)`, tc.unit, tc.n)
+	for _, tc := range enginetest.CapCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			code := fmt.Sprintf(`console.log("<&>\u2028"); return %q.repeat(%d)`, tc.Unit, tc.N)
 			res, err := r.run(t, node(code))
 			if err != nil {
 				t.Fatal(err)
@@ -614,16 +605,16 @@ func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 			if !strings.Contains(string(wire), `"stdout":"<&>`+"\u2028"+`\n"`) {
 				t.Fatalf("stdout escaped on the wire: %.200s", wire)
 			}
-			if tc.capped == "" {
-				if want := `"` + strings.Repeat(tc.unit, tc.n) + `"`; string(res.Result) != want {
+			if tc.Capped == "" {
+				if want := `"` + strings.Repeat(tc.Unit, tc.N) + `"`; string(res.Result) != want {
 					t.Fatalf("result changed: %d bytes, want %d: %.80s", len(res.Result), len(want), res.Result)
 				}
-				if !strings.Contains(string(wire), `"result":"`+tc.unit) {
+				if !strings.Contains(string(wire), `"result":"`+tc.Unit) {
 					t.Fatalf("result escaped on the wire: %.200s", wire)
 				}
 				return
 			}
-			if !strings.Contains(string(res.Result), "<omitted: result was "+tc.capped+";") {
+			if !strings.Contains(string(res.Result), "<omitted: result was "+tc.Capped+";") {
 				t.Fatalf("marker %s", res.Result)
 			}
 		})

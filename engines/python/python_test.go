@@ -519,35 +519,26 @@ func TestForgedTurnDoneCannotLeaveCodeRunning(t *testing.T) {
 // and nothing on the way to the wire escapes <, >, &, U+2028 or U+2029.
 func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 	r := newRig(t, nil)
-	for _, tc := range []struct {
-		name, unit string
-		n          int
-		capped     string // "" = the value comes back whole
-	}{
-		{"html under the cap", "<&>", 10000, ""},
-		{"html over the cap", "<&>", 10923, "~32 KB (a 32769-char string)"},
-		{"line separators under the cap", "\u2028\u2029", 5000, ""},
-		{"line separators over the cap", "\u2028\u2029", 5462, "~32 KB (a 10924-char string)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			unit, _ := json.Marshal(tc.unit)
-			code := fmt.Sprintf("print(%s)\nresult = %s * %d", unit, unit, tc.n)
+	for _, tc := range enginetest.CapCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			unit, _ := json.Marshal(tc.Unit)
+			code := fmt.Sprintf("print(%s)\nresult = %s * %d", unit, unit, tc.N)
 			out, err := r.call(t, core.FnRun, map[string]any{"lang": "python", "code": code})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(out), `"stdout":"`+tc.unit+`\n"`) {
+			if !strings.Contains(string(out), `"stdout":"`+tc.Unit+`\n"`) {
 				t.Fatalf("stdout escaped on the wire: %.200s", out)
 			}
 			var res resp
 			_ = json.Unmarshal(out, &res)
-			if tc.capped == "" {
-				if !strings.Contains(string(out), `"result":"`+strings.Repeat(tc.unit, tc.n)+`"`) {
+			if tc.Capped == "" {
+				if !strings.Contains(string(out), `"result":"`+strings.Repeat(tc.Unit, tc.N)+`"`) {
 					t.Fatalf("result changed or escaped: %.200s", res.Result)
 				}
 				return
 			}
-			if !strings.Contains(string(res.Result), "<omitted: result was "+tc.capped+";") {
+			if !strings.Contains(string(res.Result), "<omitted: result was "+tc.Capped+";") {
 				t.Fatalf("marker %s", res.Result)
 			}
 		})

@@ -127,15 +127,9 @@ func isInternal(meta json.RawMessage) bool {
 }
 
 func (e *Engine) functionsList(ctx context.Context, caller *econn, data json.RawMessage) (json.RawMessage, *iii.ErrorBody) {
-	var in struct {
-		Prefix          string `json:"prefix"`
-		Search          string `json:"search"`
-		IncludeInternal bool   `json:"include_internal"`
-	}
-	if len(data) > 0 && string(data) != "null" {
-		if err := json.Unmarshal(data, &in); err != nil {
-			return nil, deserializationError("engine::functions::list", err)
-		}
+	in, eb := decodeListFilter("engine::functions::list", data)
+	if eb != nil {
+		return nil, eb
 	}
 	e.mu.Lock()
 	var rows []FunctionSummary
@@ -272,15 +266,9 @@ type TriggerTypeSummary struct {
 // triggersList serves engine::triggers::list: trigger *types*, sorted by id,
 // filtered by prefix and search. Built-in types have no worker name.
 func (e *Engine) triggersList(ctx context.Context, caller *econn, data json.RawMessage) (json.RawMessage, *iii.ErrorBody) {
-	var in struct {
-		Prefix          string `json:"prefix"`
-		Search          string `json:"search"`
-		IncludeInternal bool   `json:"include_internal"`
-	}
-	if len(data) > 0 && string(data) != "null" {
-		if err := json.Unmarshal(data, &in); err != nil {
-			return nil, deserializationError("engine::triggers::list", err)
-		}
+	in, eb := decodeListFilter("engine::triggers::list", data)
+	if eb != nil {
+		return nil, eb
 	}
 	e.mu.Lock()
 	rows := []TriggerTypeSummary{}
@@ -301,4 +289,21 @@ func (e *Engine) triggersList(ctx context.Context, caller *econn, data json.RawM
 	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
 	b, _ := json.Marshal(map[string]any{"triggers": rows})
 	return b, nil
+}
+
+// listFilter is the input the engine's list functions share.
+type listFilter struct {
+	Prefix          string `json:"prefix"`
+	Search          string `json:"search"`
+	IncludeInternal bool   `json:"include_internal"`
+}
+
+func decodeListFilter(fn string, data json.RawMessage) (listFilter, *iii.ErrorBody) {
+	var in listFilter
+	if len(data) > 0 && string(data) != "null" {
+		if err := json.Unmarshal(data, &in); err != nil {
+			return in, deserializationError(fn, err)
+		}
+	}
+	return in, nil
 }

@@ -169,3 +169,21 @@ func (b *Bus) Count() int {
 	defer b.mu.Unlock()
 	return len(b.fns) + len(b.triggers) + len(b.types)
 }
+
+// CapCase is one result whose JSON holds characters encoders like to escape
+// (<, >, &, U+2028, U+2029): Unit repeated N times, measured against the
+// default max_result_bytes (32768) as raw UTF-8 compact JSON.
+type CapCase struct {
+	Name   string
+	Unit   string
+	N      int
+	Capped string // the marker's size and shape, "" when the value comes back whole
+}
+
+// CapCases are the same cases for both engines, at and over the cap.
+var CapCases = []CapCase{
+	{"html under the cap", "<&>", 10000, ""},
+	{"html over the cap", "<&>", 10923, "~32 KB (a 32769-char string)"},
+	{"line separators under the cap", "\u2028\u2029", 5000, ""},
+	{"line separators over the cap", "\u2028\u2029", 5462, "~32 KB (a 10924-char string)"},
+}
