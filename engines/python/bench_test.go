@@ -105,3 +105,33 @@ func BenchmarkPythonCompute(b *testing.B) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// BenchmarkPythonMemoryReturns: worker RSS idle, with 50 kept python
+// runtimes, and how soon after tearing them down it is back within 10 % of
+// idle (given up after 60 s).
+func BenchmarkPythonMemoryReturns(b *testing.B) {
+	r := newRig(b, func(c *configsvc.Config) { c.MaxRuntimes = 64 })
+	_ = r.eng.WaitReady(context.Background())
+	benchRun(b, r, py("result = 1"))
+	idle := benchutil.RSSKB(os.Getpid())
+	var kept []string
+	for i := 0; i < 50; i++ {
+		kept = append(kept, benchRun(b, r, map[string]any{"lang": "python", "keep": true, "code": "x = list(range(10000))"}).RuntimeID)
+	}
+	peak := benchutil.RSSKB(os.Getpid())
+	for _, id := range kept {
+		if _, err := r.call(b, "code-runner::teardown", map[string]any{"runtime_id": id}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	after := benchutil.RSSKB(os.Getpid())
+	for after > idle*11/10 && time.Since(start) < 60*time.Second {
+		time.Sleep(250 * time.Millisecond)
+		after = benchutil.RSSKB(os.Getpid())
+	}
+	b.ReportMetric(float64(idle)/1024, "idle-MiB")
+	b.ReportMetric(float64(peak)/1024, "with-50-kept-MiB")
+	b.ReportMetric(float64(after)/1024, "after-teardown-MiB")
+	b.ReportMetric(time.Since(start).Seconds(), "seconds-to-within-10pct-of-idle")
+}

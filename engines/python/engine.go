@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -70,6 +71,7 @@ type Engine struct {
 	live     map[*interp]bool // every running interpreter
 	workDirs map[string]bool  // every /work created and not yet removed
 	bg       sync.WaitGroup   // background disposals; Close waits for them
+	freeing  bool             // a return of freed memory to the system is scheduled
 	BootTime time.Duration    // compile (or cache load) of the default runtime
 }
 
@@ -303,6 +305,27 @@ func (e *Engine) newWorkDir() (string, error) {
 	e.workDirs[dir] = true
 	e.mu.Unlock()
 	return dir, nil
+}
+
+// returnMemorySoon schedules one return of freed memory to the system a
+// little after interpreters were disposed of. Their linear memory is
+// unmapped at once, but the Go heap they used (module instances, buffers)
+// would otherwise go back only as fast as the runtime's background
+// scavenger releases it — minutes after a burst of teardowns. Bursts
+// coalesce into one collection.
+func (e *Engine) returnMemorySoon() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freeing || e.closed {
+		return
+	}
+	e.freeing = true
+	time.AfterFunc(2*time.Second, func() {
+		e.mu.Lock()
+		e.freeing = false
+		e.mu.Unlock()
+		debug.FreeOSMemory()
+	})
 }
 
 // removeWorkDir deletes a /work directory and forgets it.

@@ -543,6 +543,7 @@ func (r *pyRuntime) Destroy() []string {
 		}
 		if ip != nil {
 			ip.dispose()
+			r.e.returnMemorySoon()
 		}
 		r.e.removeWorkDir(r.workDir)
 	})
