@@ -26,8 +26,13 @@ func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 }
 
 // recycleWait is how long a one-shot waits for a loaned host to come back
-// before spawning one.
-const recycleWait = 50 * time.Millisecond
+// before spawning one. Measured with 8 concurrent callers in-engine: 50 ms
+// let most waits time out under load, and each timeout spawned a process
+// that was killed when the pool had no room for it (52 spawns per 249
+// calls, ~60 calls/s); 250 ms: 26 per 307 (~73/s); 1 s: 9 per 387 (~95/s),
+// at the price of up to a second's wait when every host is busy with a
+// long run.
+const recycleWait = 250 * time.Millisecond
 
 // take hands out a pooled host with heap cap heapMB and iii.files as asked.
 // A loan (one-shot runtimes) is expected back through give; with every host
