@@ -58,11 +58,13 @@ $(WASM_DST): deps/node_modules/.stamp
 	cp $(WASM_SRC) $@.tmp && mv $@.tmp $@
 	@echo "python.wasm verified (sha256 $(WASM_SHA256)) -> $@"
 
-## build: ./bin/code-runner with the release version stamped in.
-build: deps
+## build: ./bin/code-runner with the release version stamped in. It installs
+## only what building needs (Go modules and the pinned python.wasm); the test
+## tools (Chromium, the UI and e2e npm packages) come with `make test`.
+build: go-deps wasm
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/code-runner
 
-vet: deps
+vet: go-deps wasm
 	$(GO) vet ./...
 
 ## test: vet, every Go test under the race detector, the UI tests (vitest and a
@@ -85,13 +87,13 @@ go-test: deps vet
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 ## e2e: the Node suite (real iii-sdk workers) against the test engine and code-runner.
-e2e: build
+e2e: build e2e/node_modules/.stamp
 	$(GO) build -o bin/iiitest-engine ./iii/iiitest/cmd/iiitest-engine
 	cd e2e && OTEL_ENABLED=false npm test
 
 ## bench: benchmarks (speed only; tests never assert timings), each beside a
 ## baseline measured in the same run (node -e, python3 -c, a raw WebSocket).
-bench: deps
+bench: go-deps wasm
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/ ./internal/spinread/
 
 clean:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,8 +45,20 @@ func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envF
 	switch rest := fs.Args(); {
 	case len(rest) == 1 && rest[0] == "-":
 		fromStdin = true
+	case len(rest) == 1 && *file == "":
+		// code-runner run script.py: the file, its language from its
+		// extension unless --lang says otherwise.
+		*file = rest[0]
+		if *lang == "" {
+			l, ok := langOf(rest[0])
+			if !ok {
+				fmt.Fprintf(stderr, "code-runner run: cannot tell the language of %q from its extension (.py, .js or .mjs); pass --lang node or --lang python\n", rest[0])
+				return 2
+			}
+			*lang = l
+		}
 	case len(rest) > 0:
-		fmt.Fprintf(stderr, "code-runner run: unexpected argument %q; pass code with --code, --file or - (stdin)\n", rest[0])
+		fmt.Fprintf(stderr, "code-runner run: unexpected argument %q; pass code as a FILE, with --code, --file or - (stdin)\n", rest[0])
 		return 2
 	}
 	if *lang != "node" && *lang != "python" {
@@ -156,4 +169,15 @@ func loadLocalConfig(path string, env envFunc) (configsvc.Config, string, error)
 		return configsvc.Defaults(), "defaults", nil
 	}
 	return configsvc.Config{}, "", fmt.Errorf("invalid config file %s (%d problem(s)): %s", path, len(configsvc.Problems(err)), strings.Join(configsvc.Problems(err), "; "))
+}
+
+// langOf names the language of a source file by its extension.
+func langOf(path string) (string, bool) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".py":
+		return "python", true
+	case ".js", ".mjs":
+		return "node", true
+	}
+	return "", false
 }

@@ -71,6 +71,8 @@ func TestBadInvocationsExit2NamingTheFix(t *testing.T) {
 		{nil, map[string]string{"CODE_RUNNER_LOG_LEVEL": "loud"}, `CODE_RUNNER_LOG_LEVEL "loud" is not a log level; use debug, info, warn or error`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"version", "x"}, nil, `version takes no arguments`},
+		{[]string{"run", "notes.txt"}, nil, `cannot tell the language of "notes.txt" from its extension (.py, .js or .mjs); pass --lang node or --lang python`},
+		{[]string{"run", "a.py", "b.py"}, nil, `unexpected argument "a.py"`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -82,6 +84,21 @@ func TestBadInvocationsExit2NamingTheFix(t *testing.T) {
 				t.Fatalf("stderr %q lacks %q", errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// --help names every subcommand with a line each and shows examples before
+// the flags.
+func TestHelpListsSubcommandsAndExamples(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb, envOf(nil)); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := errb.String()
+	for _, want := range []string{"code-runner [serve] [flags]", "code-runner run FILE", "code-runner run --lang node|python", "code-runner version", "code-runner --manifest", "Examples:", "code-runner run script.py", "-url string"} {
+		if !strings.Contains(help, want) {
+			t.Fatalf("--help lacks %q:\n%s", want, help)
+		}
 	}
 }
 
@@ -237,6 +254,21 @@ func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
 		}
 		if left := listTmp(); len(left) != 0 {
 			t.Fatalf("after `code-runner run --lang %s`: %v left in $TMPDIR", tc.lang, left)
+		}
+	}
+
+	// A file runs with the language its extension names.
+	scripts := t.TempDir()
+	for name, body := range map[string]string{"s.py": "result = 6 * 7", "s.js": "return 6 * 7", "s.mjs": "return 6 * 7"} {
+		path := filepath.Join(scripts, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", path)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"result": 42`) && !strings.Contains(string(out), `"result":42`) {
+			t.Fatalf("code-runner run %s: %v\n%s", name, err, out)
 		}
 	}
 

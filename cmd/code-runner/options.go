@@ -55,6 +55,10 @@ func firstEnv(env envFunc, names ...string) (string, string) {
 func parseOptions(name string, args []string, env envFunc, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, topUsage)
+		fs.PrintDefaults()
+	}
 	var o options
 	var logLevel string
 	fs.StringVar(&o.URL, "url", "", "engine WebSocket URL (env III_URL, then III_ENGINE_URL; default "+defaultURL+")")
@@ -142,3 +146,22 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// topUsage is what `code-runner --help` prints before the serve flags.
+const topUsage = `code-runner runs untrusted JavaScript and Python for the iii engine.
+
+Usage:
+  code-runner [serve] [flags]      connect to the engine and serve the code-runner::* functions (default)
+  code-runner run FILE             run a .py, .js or .mjs file in-process, with no engine; print the response
+  code-runner run --lang node|python (--code CODE | --file PATH | -)
+                                   run code from the command line, a file or stdin (see code-runner run --help)
+  code-runner version              print the versions of the binary and its engines
+  code-runner --manifest           print the registry manifest as JSON and exit
+
+Examples:
+  code-runner run --lang node --code 'console.log("hi"); return 2 + 2'
+  code-runner run script.py
+  III_URL=ws://127.0.0.1:49134 code-runner serve
+
+Flags of serve:
+`

@@ -229,8 +229,14 @@ func (e *Engine) Available() error {
 	return nil
 }
 
-// Reconfigure makes the pool follow the live size.
+// Reconfigure makes the pool follow the live size. Before boot has finished
+// there is no pool yet (it starts with the live size).
 func (e *Engine) Reconfigure() {
+	select {
+	case <-e.ready:
+	default:
+		return
+	}
 	if e.pool != nil {
 		e.pool.Kick()
 	}
