@@ -36,6 +36,12 @@ e2e/node_modules/.stamp: e2e/package-lock.json
 	cd e2e && npm ci --no-audit --no-fund
 	touch $@
 
+# The peers `make bench` measures against (isolated-vm compiles its addon
+# with node-gyp against the headers of the machine's Node.js).
+bench/peers/node_modules/.stamp: bench/peers/package-lock.json
+	cd bench/peers && npm ci --no-audit --no-fund
+	touch $@
+
 ui/node_modules/.stamp: ui/package-lock.json
 	cd ui && npm ci --no-audit --no-fund
 	touch $@
@@ -92,9 +98,13 @@ e2e: build e2e/node_modules/.stamp
 	cd e2e && OTEL_ENABLED=false npm test
 
 ## bench: benchmarks (speed only; tests never assert timings), each beside a
-## baseline measured in the same run (node -e, python3 -c, a raw WebSocket).
-bench: go-deps wasm
+## baseline measured in the same run: first code-runner against the peers a
+## user would pick instead (an isolated-vm / Pyodide iii-sdk worker and
+## /usr/bin/python3, ./bench), then the per-package figures (node -e,
+## /usr/bin/python3 -c, a raw WebSocket).
+bench: go-deps wasm bench/peers/node_modules/.stamp
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/ ./internal/spinread/
 
 clean:
-	rm -rf bin deps/node_modules e2e/node_modules ui/node_modules ui/browser/out $(WASM_DST)
+	rm -rf bin deps/node_modules e2e/node_modules ui/node_modules bench/peers/node_modules ui/browser/out $(WASM_DST)

@@ -23,7 +23,8 @@ func benchRun(b testing.TB, r *rig, req map[string]any) resp {
 func py(code string) map[string]any { return map[string]any{"lang": "python", "code": code} }
 
 // BenchmarkPythonOneShot: one-shot `result = 2+2` with a warm pool and
-// without, beside `python3 -c` spawned per run.
+// without, beside `/usr/bin/python3 -c` spawned per run (the system
+// interpreter, never a version manager's shim first on PATH).
 func BenchmarkPythonOneShot(b *testing.B) {
 	n := max(b.N, 10)
 	warm := newRig(b, func(c *configsvc.Config) { c.WarmPoolPython = 2 })
@@ -34,7 +35,7 @@ func BenchmarkPythonOneShot(b *testing.B) {
 	cold := newRig(b, nil)
 	_ = cold.eng.WaitReady(context.Background())
 	fresh := benchutil.Time(n, func() { benchRun(b, cold, py("result = 2+2")) })
-	base := benchutil.Time(n, func() { benchutil.Spawn(b, "python3", "-c", "print(2+2)") })
+	base := benchutil.Time(n, func() { benchutil.Spawn(b, "/usr/bin/python3", "-c", "print(2+2)") })
 	pooled.Report(b, "warm-pool")
 	fresh.Report(b, "no-pool")
 	base.Report(b, "python3-c")
@@ -95,7 +96,7 @@ func BenchmarkPythonCompute(b *testing.B) {
 	code := "result = sum(i*i for i in range(10**6))"
 	ours := benchutil.Time(max(b.N, 5), func() { benchRun(b, r, map[string]any{"runtime_id": k.RuntimeID, "code": code, "timeout_ms": 30000}) })
 	base := benchutil.Time(max(b.N, 5), func() {
-		if out, err := exec.Command("python3", "-c", "print(sum(i*i for i in range(10**6)))").CombinedOutput(); err != nil {
+		if out, err := exec.Command("/usr/bin/python3", "-c", "print(sum(i*i for i in range(10**6)))").CombinedOutput(); err != nil {
 			b.Fatalf("%v %s", err, out)
 		}
 	})

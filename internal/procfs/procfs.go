@@ -50,3 +50,84 @@ func CPU(pid int) time.Duration {
 	k, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+k) * time.Second / clockTick
 }
+
+// statFields returns the fields of /proc/<pid>/stat after the command name
+// (field 3 onwards), nil when unreadable.
+func statFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return nil
+	}
+	return f
+}
+
+// Descendants returns the pids of every live process below pid (children,
+// their children, ...), read from the parent pid of every /proc/<n>/stat.
+func Descendants(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(n); f != nil {
+			pp, _ := strconv.Atoi(f[1])
+			children[pp] = append(children[pp], n)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// TreeCPU returns the CPU time (user + system) pid and everything below it
+// have used so far: pid's own, its reaped children's (cutime and cstime),
+// and each live descendant's own. Reaped grandchildren count only when
+// their parent reaped them and is itself reaped.
+func TreeCPU(pid int) time.Duration {
+	f := statFields(pid)
+	if f == nil {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	t := time.Duration(ticks) * time.Second / clockTick
+	for _, c := range Descendants(pid) {
+		t += CPU(c)
+	}
+	return t
+}
+
+// TreeRSSKB returns the resident set size of pid and every live process
+// below it, in KiB (pages shared between them are counted once per process).
+func TreeRSSKB(pid int) int64 {
+	n := RSSKB(pid)
+	for _, c := range Descendants(pid) {
+		n += RSSKB(c)
+	}
+	return n
+}

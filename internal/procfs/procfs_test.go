@@ -2,6 +2,8 @@ package procfs
 
 import (
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -33,5 +35,35 @@ func TestCPUGrowsWithWork(t *testing.T) {
 	}
 	if after := CPU(os.Getpid()); after <= before {
 		t.Fatalf("CPU did not grow after 300 ms of spinning: %v → %v (%d)", before, after, x)
+	}
+}
+
+func TestTreeCountsChildren(t *testing.T) {
+	// A shell that starts a spinning child: the spinner is a grandchild of
+	// this process and must be found, its RSS and CPU counted.
+	cmd := exec.Command("sh", "-c", "sh -c 'while :; do :; done' & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	var d []int
+	for i := 0; i < 100 && len(d) < 2; i++ {
+		time.Sleep(20 * time.Millisecond)
+		d = Descendants(os.Getpid())
+	}
+	if len(d) < 2 {
+		t.Fatalf("descendants %v, want the shell and its child", d)
+	}
+	if TreeRSSKB(cmd.Process.Pid) <= RSSKB(cmd.Process.Pid) {
+		t.Fatal("the tree's RSS does not include the child's")
+	}
+	before := TreeCPU(cmd.Process.Pid)
+	time.Sleep(300 * time.Millisecond)
+	if after := TreeCPU(cmd.Process.Pid); after <= before {
+		t.Fatalf("the spinning grandchild's CPU is not counted: %v → %v", before, after)
+	}
+	if Descendants(-1) != nil || TreeCPU(-1) != 0 {
+		t.Fatal("an unreadable pid has no tree")
 	}
 }

@@ -1,0 +1,380 @@
+// Package bench measures code-runner beside the alternatives its users would
+// pick instead, in one run, over the same test engine: a Node iii-sdk worker
+// running each call in a fresh isolated-vm isolate (node) or in Pyodide
+// (python), and the system's /usr/bin/python3 for compute. It holds only a
+// benchmark; `make bench` runs it.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/internal/benchutil"
+	"github.com/code-runner-go/code-runner/internal/procfs"
+)
+
+// workloads are the python compute figures: each sets result.
+var workloads = []struct{ name, code string }{
+	{"sum", "result = sum(i*i for i in range(10**6))"},
+	{"dict", "d = {}\nfor i in range(200000):\n    d[str(i)] = i\nresult = len(d)"},
+	{"str", "result = len(''.join(str(i) for i in range(300000)))"},
+	{"json", "import json\nresult = len(json.loads(json.dumps([{'a': i, 'b': str(i)} for i in range(50000)])))"},
+}
+
+// systemPython is the interpreter compute is compared against: the system's,
+// never a version manager's shim found first on PATH.
+const systemPython = "/usr/bin/python3"
+
+// BenchmarkAgainstPeers starts code-runner (the real binary, built from this
+// tree) and the peer worker (bench/peers/peer-worker.mjs) against one
+// in-process test engine and reports, for each figure, ours, the peer's and
+// their ratio. CPU and RSS are each worker's whole process tree (code-runner
+// with its isolate hosts; the peer's node process). It runs its scenario
+// once whatever b.N is: run it with -benchtime 1x.
+func BenchmarkAgainstPeers(b *testing.B) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	peerDir := filepath.Join(root, "bench", "peers")
+	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", ".stamp")); err != nil {
+		b.Skip("skipped because bench/peers has no node_modules: `make bench` installs them from its lock file")
+	}
+	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+
+	bin := filepath.Join(b.TempDir(), "code-runner")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/code-runner")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build code-runner: %v\n%s", err, out)
+	}
+	ours := startProc(b, exec.Command(bin, "serve", "--url", e.URL(), "--log-level", "warn"))
+	peerCmd := exec.Command("node", "peer-worker.mjs")
+	peerCmd.Dir = peerDir
+	peerCmd.Env = append(os.Environ(), "III_URL="+e.URL(), "OTEL_ENABLED=false")
+	peer := startProc(b, peerCmd)
+
+	call := func(id string, payload map[string]any) (json.RawMessage, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		raw, eb, err := e.Invoke(ctx, id, payload, nil)
+		if err == nil && eb != nil {
+			err = fmt.Errorf("%s: %s: %s", id, eb.Code, eb.Message)
+		}
+		return raw, err
+	}
+	waitUntil := func(what string, d time.Duration, fn func() error) {
+		deadline := time.Now().Add(d)
+		for {
+			err := fn()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s not ready after %v: %v\ncode-runner:\n%s\npeer:\n%s", what, d, err, ours.out.String(), peer.out.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// A cold python.wasm compile takes ~20 s here; a warm cache, well under one.
+	waitUntil("code-runner python", 180*time.Second, func() error {
+		_, err := call("code-runner::run", map[string]any{"lang": "python", "code": "result = 1"})
+		return err
+	})
+	waitUntil("code-runner node", 30*time.Second, func() error {
+		_, err := call("code-runner::run", map[string]any{"lang": "node", "code": "return 1"})
+		return err
+	})
+	waitUntil("peer", 60*time.Second, func() error {
+		_, err := call("peer::python::run", map[string]any{"code": "result = 1"})
+		return err
+	})
+
+	t := &table{}
+	time.Sleep(5 * time.Second) // pools fill; both idle
+	runtime.GC()
+	t.add("idle-rss-MiB", "RSS idle after boot, MiB", mib(procfs.TreeRSSKB(ours.pid())), mib(procfs.TreeRSSKB(peer.pid())), lowerWins)
+
+	oneShot := map[string]struct{ ours, peer, code string }{
+		"node":   {"code-runner::run", "peer::node::run", "return 2+2"},
+		"python": {"code-runner::run", "peer::python::run", "result = 2+2"},
+	}
+	for _, lang := range []string{"node", "python"} {
+		c := oneShot[lang]
+		one := func(id string) benchutil.Samples {
+			return benchutil.Time(100, func() {
+				if _, err := call(id, map[string]any{"lang": lang, "code": c.code}); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		o, p := one(c.ours), one(c.peer)
+		t.add(lang+"-oneshot-1-caller-p50-ms", lang+" one-shot p50, 1 caller, ms", msf(o.P(0.5)), msf(p.P(0.5)), lowerWins)
+
+		load := func(id string, pid int) benchutil.Load {
+			l, err := benchutil.Concurrent(8, 5*time.Second, func() error {
+				_, err := call(id, map[string]any{"lang": lang, "code": c.code})
+				return err
+			}, func() time.Duration { return procfs.TreeCPU(pid) })
+			if err != nil {
+				b.Fatalf("%s under 8 callers: %v", id, err)
+			}
+			return l
+		}
+		lo, lp := load(c.ours, ours.pid()), load(c.peer, peer.pid())
+		t.add(lang+"-oneshot-8-callers-calls/s", lang+" one-shot, 8 callers x 5 s, calls/s", rate(lo), rate(lp), higherWins)
+		t.add(lang+"-oneshot-8-callers-p50-ms", lang+" one-shot, 8 callers, p50 ms", msf(lo.Latency.P(0.5)), msf(lp.Latency.P(0.5)), lowerWins)
+		t.add(lang+"-oneshot-8-callers-p99-ms", lang+" one-shot, 8 callers, p99 ms", msf(lo.Latency.P(0.99)), msf(lp.Latency.P(0.99)), lowerWins)
+		t.add(lang+"-oneshot-cpu-ms/call", lang+" one-shot, worker CPU per call, ms", cpuPer(lo), cpuPer(lp), lowerWins)
+	}
+
+	// Kept turns and compute: one kept runtime per language on our side, the
+	// peer's kept isolate / globals on the other.
+	keptID := map[string]string{}
+	for lang, code := range map[string]string{"node": "return 1", "python": "result = 1"} {
+		raw, err := call("code-runner::run", map[string]any{"lang": lang, "code": code, "keep": true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			RuntimeID string `json:"runtime_id"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil || r.RuntimeID == "" {
+			b.Fatalf("keep run answered %s (%v)", raw, err)
+		}
+		keptID[lang] = r.RuntimeID
+	}
+	for _, lang := range []string{"node", "python"} {
+		code := map[string]string{"node": "return 1", "python": "result = 1"}[lang]
+		o := benchutil.Time(200, func() {
+			if _, err := call("code-runner::run", map[string]any{"lang": lang, "code": code, "runtime_id": keptID[lang]}); err != nil {
+				b.Fatal(err)
+			}
+		})
+		p := benchutil.Time(200, func() {
+			if _, err := call("peer::"+lang+"::kept", map[string]any{"code": code}); err != nil {
+				b.Fatal(err)
+			}
+		})
+		t.add(lang+"-kept-turn-p50-ms", lang+" kept turn p50 over the bus, ms", msf(o.P(0.5)), msf(p.P(0.5)), lowerWins)
+	}
+
+	sys := systemPythonTimes(b)
+	for _, w := range workloads {
+		o := median3(func() {
+			if _, err := call("code-runner::run", map[string]any{"lang": "python", "code": w.code, "runtime_id": keptID["python"], "timeout_ms": 30000}); err != nil {
+				b.Fatal(err)
+			}
+		})
+		p := median3(func() {
+			if _, err := call("peer::python::kept", map[string]any{"code": w.code}); err != nil {
+				b.Fatal(err)
+			}
+		})
+		t.add("python-"+w.name+"-ms", "python compute "+w.name+", ms (kept, over the bus)", msf(o), msf(p), lowerWins)
+		if s, ok := sys[w.name]; ok {
+			t.addBaseline("python-"+w.name+"-ms", "python compute "+w.name+", ms vs "+systemPython+" in-process", msf(o), s)
+		}
+	}
+
+	// Memory per kept runtime and after teardown (ours; the peer has no
+	// per-caller runtimes to compare).
+	before := procfs.TreeRSSKB(ours.pid())
+	var ids []string
+	for i := 0; i < 10; i++ {
+		for lang, code := range map[string]string{"node": "return 1", "python": "result = 1"} {
+			raw, err := call("code-runner::run", map[string]any{"lang": lang, "code": code, "keep": true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var r struct {
+				RuntimeID string `json:"runtime_id"`
+			}
+			_ = json.Unmarshal(raw, &r)
+			ids = append(ids, r.RuntimeID)
+		}
+	}
+	held := procfs.TreeRSSKB(ours.pid())
+	for _, id := range append(ids, keptID["node"], keptID["python"]) {
+		if _, err := call("code-runner::teardown", map[string]any{"runtime_id": id}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Second)
+	after := procfs.TreeRSSKB(ours.pid())
+	t.addOurs("kept-runtime-rss-MiB", "RSS per kept runtime (10 node + 10 python), MiB", mib(held-before)/20)
+	t.addOurs("rss-after-teardown-MiB", "RSS 5 s after tearing them down, MiB (idle before them: "+fmt.Sprintf("%.0f", mib(before))+")", mib(after))
+
+	// The table goes to stdout whole (a benchmark's log is cut at ten
+	// lines); the metrics carry the same figures for benchstat.
+	fmt.Println(t.String())
+	for _, r := range t.rows {
+		b.ReportMetric(r.ours, r.key)
+		if r.peer > 0 {
+			b.ReportMetric(r.ours/r.peer, r.key+"-x-"+r.baseKey)
+		}
+	}
+}
+
+type direction int
+
+const (
+	lowerWins direction = iota
+	higherWins
+)
+
+type row struct {
+	name       string // as the table prints it
+	key        string // the metric's name
+	baseKey    string // "peer" or "python3"
+	ours, peer float64
+	dir        direction
+}
+
+type table struct{ rows []row }
+
+func (t *table) add(key, name string, ours, peer float64, d direction) {
+	t.rows = append(t.rows, row{name: name, key: key, baseKey: "peer", ours: ours, peer: peer, dir: d})
+}
+
+func (t *table) addBaseline(key, name string, ours, base float64) {
+	t.rows = append(t.rows, row{name: name, key: key, baseKey: "python3", ours: ours, peer: base, dir: lowerWins})
+}
+
+func (t *table) addOurs(key, name string, ours float64) {
+	t.rows = append(t.rows, row{name: name, key: key, ours: ours})
+}
+
+// String renders the table: figure, ours, baseline, ours ÷ baseline.
+func (t *table) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%-62s %12s %12s %10s\n", "figure", "code-runner", "baseline", "ours/base")
+	for _, r := range t.rows {
+		if r.peer == 0 {
+			fmt.Fprintf(&s, "%-62s %12.2f\n", r.name, r.ours)
+			continue
+		}
+		win := ""
+		if (r.dir == lowerWins) == (r.ours <= r.peer) {
+			win = " (ours better)"
+		}
+		fmt.Fprintf(&s, "%-62s %12.2f %12.2f %9.2fx%s\n", r.name, r.ours, r.peer, r.ours/r.peer, win)
+	}
+	s.WriteString("baseline: the isolated-vm / Pyodide peer worker unless the figure names " + systemPython + "\n")
+	return s.String()
+}
+
+func mib(kb int64) float64 { return float64(kb) / 1024 }
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func rate(l benchutil.Load) float64 { return float64(l.Calls) / l.Elapsed.Seconds() }
+
+func cpuPer(l benchutil.Load) float64 {
+	if l.Calls == 0 {
+		return 0
+	}
+	return msf(l.CPU / time.Duration(l.Calls))
+}
+
+func median3(fn func()) time.Duration {
+	s := benchutil.Time(3, fn)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[1]
+}
+
+// systemPythonTimes runs every workload three times inside one
+// /usr/bin/python3 process and returns each one's median in ms.
+func systemPythonTimes(b *testing.B) map[string]float64 {
+	if _, err := os.Stat(systemPython); err != nil {
+		b.Logf("no %s on this machine: compute is compared with the peer only", systemPython)
+		return nil
+	}
+	var prog strings.Builder
+	prog.WriteString("import json, time\nout = {}\n")
+	for _, w := range workloads {
+		fmt.Fprintf(&prog, "ts = []\nfor _ in range(3):\n    t = time.perf_counter()\n    exec(%q, {})\n    ts.append((time.perf_counter() - t) * 1000)\nout[%q] = sorted(ts)[1]\n", w.code, w.name)
+	}
+	prog.WriteString("print(json.dumps(out))\n")
+	out, err := exec.Command(systemPython, "-I", "-c", prog.String()).Output()
+	if err != nil {
+		b.Fatalf("%s: %v", systemPython, err)
+	}
+	m := map[string]float64{}
+	if err := json.Unmarshal(out, &m); err != nil {
+		b.Fatalf("%s printed %q: %v", systemPython, out, err)
+	}
+	return m
+}
+
+// proc is a started worker process whose output is kept for failures.
+type proc struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// startProc starts cmd in its own process group with stdin held open (both
+// workers exit when it closes or the group is killed at the end).
+func startProc(b *testing.B, cmd *exec.Cmd) *proc {
+	p := &proc{cmd: cmd, out: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	return p
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
