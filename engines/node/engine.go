@@ -229,6 +229,12 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		if p, err = e.spawn(ctx, heap, filesOn); err != nil {
 			return nil, core.AsError(err, core.FnRun)
 		}
+		if ro.OneShot && heap == cfg.HeapMB {
+			// Lent like a pooled host: under a burst it stays (see
+			// warmpool.Pool.Adopt) rather than being killed on return.
+			e.pool.Adopt()
+			loan = true
+		}
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
 		loan: loan, alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}

@@ -26,12 +26,13 @@ func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 }
 
 // recycleWait is how long a one-shot waits for a loaned host to come back
-// before spawning one. Measured with 8 concurrent callers in-engine: 50 ms
-// let most waits time out under load, and each timeout spawned a process
-// that was killed when the pool had no room for it (52 spawns per 249
-// calls, ~60 calls/s); 250 ms: 26 per 307 (~73/s); 1 s: 9 per 387 (~95/s),
-// at the price of up to a second's wait when every host is busy with a
-// long run.
+// before spawning one, when no host is being recycled (while one is, the
+// wait goes on: see warmpool.Pool.BorrowWait). Spawning under load was the
+// worst thing a waiting caller could do: with 8 concurrent callers it cost
+// ~30 ms of CPU per process on a machine already out of CPU, and the pool
+// then killed the extra processes for lack of room (24 spawns per 400
+// calls, p99 ~0.9 s); waiting for recycling hosts, with the pool following
+// the callers' peak, spawns none.
 const recycleWait = 250 * time.Millisecond
 
 // take hands out a pooled host with heap cap heapMB and iii.files as asked.
@@ -58,7 +59,11 @@ func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool) *ho
 // loan settles a take(…, loan=true).
 func (e *Engine) give(h *hostProc, healthy, loan bool) {
 	cfg := e.opts.Live()
-	reusable := healthy && e.pool.Room() && h.recycle(cfg.HeapMB, cfg.ScratchMB > 0)
+	if loan {
+		// Callers queued for a host wait for this one instead of spawning.
+		defer e.pool.Returning()()
+	}
+	reusable := healthy && e.pool.Room(loan) && h.recycle(cfg.HeapMB, cfg.ScratchMB > 0)
 	parked := false
 	switch {
 	case loan && reusable:

@@ -2,6 +2,15 @@
 // in the background to a live target size, discards entries that no longer
 // fit the live configuration, and retries boot failures with backoff (1 s
 // doubling to 30 s). Both engines use it for their pools (contract §15.3).
+//
+// Entries lent out (Borrow, Adopt) come back through Settle and go to the
+// longest-waiting BorrowWait caller first. The pool holds — parked and lent
+// together — its target, or the recent peak of concurrent borrowers when
+// that is higher: under a burst of overlapping one-shots it boots, one at a
+// time in the background, as many runtimes as callers overlap, and keeps
+// them, instead of each waiting caller booting its own while returning
+// runtimes are discarded. The peak decays after Config.Burst without a new
+// one, and the pool trims back to its target.
 package warmpool
 
 import (
@@ -24,7 +33,12 @@ type Config[T any] struct {
 	Usable func(T) bool
 	// BootTimeout bounds one Boot (default 60 s).
 	BootTimeout time.Duration
-	Log         *slog.Logger
+	// Burst is how long a peak of concurrent borrowers keeps the pool
+	// holding and booting entries above Want (default 10 s).
+	Burst time.Duration
+	// MaxKeep bounds what a peak can raise the pool to (default 16).
+	MaxKeep int
+	Log     *slog.Logger
 }
 
 // Pool is a warm pool. Entries are handed out once.
@@ -32,12 +46,21 @@ type Pool[T any] struct {
 	cfg    Config[T]
 	mu     sync.Mutex
 	ready  []T
-	loans  int           // entries handed out by Borrow and not yet settled
-	back   chan struct{} // closed (and replaced) whenever an entry is parked
+	loans  int          // entries lent (Borrow, Adopt, hand-offs) and not yet settled
+	waitq  []*waiter[T] // BorrowWait callers, oldest first
+	coming int          // loans whose entries are being rebuilt (Returning)
+	peak   int          // most concurrent borrowers (loans + waiters) lately
+	peakAt time.Time    // when peak was last reached
 	wake   chan struct{}
 	stop   chan struct{}
 	closed bool
 	wg     sync.WaitGroup
+}
+
+// waiter is a BorrowWait caller; an entry handed to it arrives on ch.
+type waiter[T any] struct {
+	match func(T) bool
+	ch    chan T
 }
 
 // New starts a pool filling in the background.
@@ -45,10 +68,16 @@ func New[T any](cfg Config[T]) *Pool[T] {
 	if cfg.BootTimeout == 0 {
 		cfg.BootTimeout = 60 * time.Second
 	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 10 * time.Second
+	}
+	if cfg.MaxKeep == 0 {
+		cfg.MaxKeep = 16
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	p := &Pool[T]{cfg: cfg, back: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &Pool[T]{cfg: cfg, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	p.wg.Add(1)
 	go p.fill()
 	p.Kick()
@@ -81,6 +110,7 @@ func (p *Pool[T]) take(match func(T) bool, loan bool) (T, bool) {
 		if p.cfg.Usable(e) && (match == nil || match(e)) {
 			if loan {
 				p.loans++
+				p.demandLocked()
 			}
 			return e, true
 		}
@@ -99,61 +129,156 @@ func (p *Pool[T]) Borrow(match func(T) bool) (T, bool) {
 }
 
 // BorrowWait is Borrow that, when nothing is parked but loans are out,
-// waits up to wait for one to come back before giving up: a loaned entry
-// returns in a few milliseconds, while booting a new one can take far
-// longer.
+// queues for the next entry to come back, oldest caller first, and gives up
+// after wait: a loaned entry returns in a few milliseconds, while booting a
+// new one can take far longer. While some loaned entry is being rebuilt
+// (Returning), the wait goes on past wait: giving up then would only add a
+// boot to work the machine is already short of time for.
 func (p *Pool[T]) BorrowWait(ctx context.Context, match func(T) bool, wait time.Duration) (T, bool) {
+	if e, ok := p.take(match, true); ok {
+		return e, true
+	}
+	var zero T
+	p.mu.Lock()
+	if p.loans == 0 || p.closed {
+		p.mu.Unlock()
+		return zero, false
+	}
+	w := &waiter[T]{match: match, ch: make(chan T, 1)}
+	p.waitq = append(p.waitq, w)
+	p.demandLocked()
+	p.mu.Unlock()
+	p.Kick()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		if e, ok := p.take(match, true); ok {
-			return e, true
-		}
-		p.mu.Lock()
-		loans, back, closed := p.loans, p.back, p.closed
-		p.mu.Unlock()
-		var zero T
-		if loans == 0 || closed {
-			return zero, false
-		}
 		select {
-		case <-back:
-		case <-timer.C:
-			return zero, false
+		case e := <-w.ch:
+			return e, true
 		case <-ctx.Done():
-			return zero, false
+			return p.leave(w)
+		case <-timer.C:
+			p.mu.Lock()
+			coming := p.coming
+			p.mu.Unlock()
+			if coming == 0 {
+				return p.leave(w)
+			}
+			timer.Reset(wait)
 		}
 	}
 }
 
-// parkedLocked tells waiters an entry was parked.
-func (p *Pool[T]) parkedLocked() {
-	close(p.back)
-	p.back = make(chan struct{})
+// leave takes w out of the queue; an entry handed to it meanwhile is its
+// caller's after all.
+func (p *Pool[T]) leave(w *waiter[T]) (T, bool) {
+	p.mu.Lock()
+	for i, q := range p.waitq {
+		if q == w {
+			p.waitq = append(p.waitq[:i], p.waitq[i+1:]...)
+			p.mu.Unlock()
+			var zero T
+			return zero, false
+		}
+	}
+	p.mu.Unlock()
+	return <-w.ch, true
 }
 
-// Settle ends a loan from Borrow. back is the entry, rebuilt for reuse, or
-// nil when it is not coming back; Settle reports whether it was parked (if
-// not, the caller discards it).
+// Returning says a loaned entry is being rebuilt and will be settled soon;
+// call the function it returns once Settle has been called.
+func (p *Pool[T]) Returning() (done func()) {
+	p.mu.Lock()
+	p.coming++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.coming--
+			p.mu.Unlock()
+		})
+	}
+}
+
+// Adopt counts an entry built outside the pool (a one-shot that found none
+// parked) as on loan, so that it comes back through Settle and can stay.
+func (p *Pool[T]) Adopt() {
+	p.mu.Lock()
+	p.loans++
+	p.demandLocked()
+	p.mu.Unlock()
+}
+
+// demandLocked records the current number of concurrent borrowers — loans
+// not on their way back, and waiters — in the peak, which restarts from the
+// current demand once Burst has passed.
+func (p *Pool[T]) demandLocked() {
+	d, now := p.loans-p.coming+len(p.waitq), time.Now()
+	if d >= p.peak || now.Sub(p.peakAt) > p.cfg.Burst {
+		p.peak, p.peakAt = d, now
+	}
+}
+
+// keepLocked is how many entries the pool holds, parked and lent out
+// together: the target, or the recent peak of borrowers when higher (at
+// most MaxKeep). A target of 0 turns the pool off, bursts included.
+func (p *Pool[T]) keepLocked() int {
+	n := p.cfg.Want()
+	if n > 0 && p.peak > n && time.Since(p.peakAt) <= p.cfg.Burst {
+		n = max(n, min(p.peak, p.cfg.MaxKeep))
+	}
+	return n
+}
+
+// roomLocked reports whether one more entry fits: a caller is waiting for
+// one, or it is within the target counting parked entries only, or within
+// the recent peak counting loans.
+func (p *Pool[T]) roomLocked() bool {
+	return !p.closed && (len(p.waitq) > 0 || len(p.ready) < p.cfg.Want() || len(p.ready)+p.loans < p.keepLocked())
+}
+
+// parkLocked hands e to the oldest waiter it suits (a new loan), or parks it.
+func (p *Pool[T]) parkLocked(e T) {
+	if p.cfg.Usable(e) {
+		for i, w := range p.waitq {
+			if w.match == nil || w.match(e) {
+				p.waitq = append(p.waitq[:i], p.waitq[i+1:]...)
+				p.loans++
+				w.ch <- e
+				return
+			}
+		}
+	}
+	p.ready = append(p.ready, e)
+}
+
+// Settle ends a loan from Borrow or Adopt. back is the entry, rebuilt for
+// reuse, or nil when it is not coming back; Settle reports whether the pool
+// kept it (if not, the caller discards it).
 func (p *Pool[T]) Settle(back *T) bool {
 	p.mu.Lock()
 	p.loans--
 	parked := false
-	if back != nil && !p.closed && len(p.ready) < p.cfg.Want() {
-		p.ready = append(p.ready, *back)
+	if back != nil && p.roomLocked() {
+		p.parkLocked(*back)
 		parked = true
-		p.parkedLocked()
 	}
 	p.mu.Unlock()
 	p.Kick()
 	return parked
 }
 
-// Room reports whether the pool would accept another entry now.
-func (p *Pool[T]) Room() bool {
+// Room reports whether the pool would accept another entry now. With loan,
+// the entry is one of the loans, about to be settled.
+func (p *Pool[T]) Room(loan bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.closed && len(p.ready) < p.cfg.Want()
+	if loan {
+		p.loans--
+		defer func() { p.loans++ }()
+	}
+	return p.roomLocked()
 }
 
 // Put parks an entry built elsewhere (a recycled runtime). It returns false,
@@ -161,11 +286,10 @@ func (p *Pool[T]) Room() bool {
 func (p *Pool[T]) Put(e T) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.ready) >= p.cfg.Want() {
+	if !p.roomLocked() {
 		return false
 	}
-	p.ready = append(p.ready, e)
-	p.parkedLocked()
+	p.parkLocked(e)
 	return true
 }
 
@@ -205,11 +329,11 @@ func (p *Pool[T]) fill() {
 		case <-time.After(time.Second):
 		}
 		for {
-			want := p.cfg.Want()
 			p.mu.Lock()
+			keep := p.keepLocked()
 			kept := p.ready[:0]
 			for _, e := range p.ready {
-				if len(kept) < want && p.cfg.Usable(e) {
+				if len(kept) < keep && p.cfg.Usable(e) {
 					kept = append(kept, e)
 				} else {
 					go p.cfg.Discard(e)
@@ -218,7 +342,7 @@ func (p *Pool[T]) fill() {
 			p.ready = kept
 			n, closed := len(p.ready)+p.loans, p.closed
 			p.mu.Unlock()
-			if closed || n >= want {
+			if closed || n >= keep {
 				break
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.BootTimeout)

@@ -61,7 +61,7 @@ func TestFillsTakesOnceAndRefills(t *testing.T) {
 	want.Store(0)
 	p.Kick()
 	waitFor(t, func() bool { return p.Size() == 0 })
-	if p.Put(&entry{size: 256}) || p.Room() {
+	if p.Put(&entry{size: 256}) || p.Room(false) {
 		t.Fatal("Put accepted an entry past the target size")
 	}
 }
@@ -147,16 +147,28 @@ func TestLoansAreNotReplaced(t *testing.T) {
 }
 
 // BorrowWait waits for a loaned entry to come back instead of giving up,
-// and gives up at once when no loan is out.
+// and gives up at once when no loan is out. (Boots after the first hang, so
+// the returning entry is the only one the waiter can get.)
 func TestBorrowWaitTakesTheEntryThatComesBack(t *testing.T) {
 	var booted atomic.Int64
+	hang := make(chan struct{})
 	p := New(Config[int]{
-		Boot:    func(ctx context.Context) (int, error) { return int(booted.Add(1)), nil },
+		Boot: func(ctx context.Context) (int, error) {
+			if booted.Load() >= 1 {
+				select {
+				case <-hang:
+				case <-ctx.Done():
+				}
+				return 0, errors.New("boot abandoned")
+			}
+			return int(booted.Add(1)), nil
+		},
 		Discard: func(int) {},
 		Want:    func() int { return 1 },
 		Usable:  func(int) bool { return true },
 	})
 	defer p.Close()
+	defer close(hang) // before Close, which waits for the hanging boot
 	deadline := time.Now().Add(5 * time.Second)
 	for p.Size() < 1 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -180,9 +192,6 @@ func TestBorrowWaitTakesTheEntryThatComesBack(t *testing.T) {
 	if v := <-got; v != e {
 		t.Fatalf("the waiter got %d, want the returned entry %d", v, e)
 	}
-	if n := booted.Load(); n != 1 {
-		t.Fatalf("%d entries booted; the loan should have kept the pool from booting", n)
-	}
 	p.Settle(nil)
 	// No loan out and nothing parked (want 0 now): no wait at all.
 	q := New(Config[int]{Boot: func(ctx context.Context) (int, error) { return 0, nil }, Discard: func(int) {}, Want: func() int { return 0 }, Usable: func(int) bool { return true }})
@@ -190,5 +199,113 @@ func TestBorrowWaitTakesTheEntryThatComesBack(t *testing.T) {
 	start := time.Now()
 	if _, ok := q.BorrowWait(context.Background(), nil, 10*time.Second); ok || time.Since(start) > 5*time.Second {
 		t.Fatalf("BorrowWait with no loan out: ok=%v after %v", ok, time.Since(start))
+	}
+}
+
+// Callers queue in order: entries coming back go to the longest waiter.
+func TestBorrowWaitServesTheOldestWaiterFirst(t *testing.T) {
+	p := New(Config[int]{
+		Boot:        func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() },
+		Discard:     func(int) {},
+		Want:        func() int { return 0 },
+		Usable:      func(int) bool { return true },
+		BootTimeout: 50 * time.Millisecond,
+	})
+	defer p.Close()
+	p.Adopt()
+	p.Adopt()
+	got := make([]chan int, 3)
+	for i := range got {
+		got[i] = make(chan int, 1)
+		go func() {
+			v, ok := p.BorrowWait(context.Background(), nil, 10*time.Second)
+			if !ok {
+				v = -1
+			}
+			got[i] <- v
+		}()
+		waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.waitq) == i+1 })
+	}
+	for _, v := range []int{10, 20} {
+		v := v
+		if !p.Settle(&v) {
+			t.Fatalf("entry %d was not kept for a waiter", v)
+		}
+	}
+	if a, b := <-got[0], <-got[1]; a != 10 || b != 20 {
+		t.Fatalf("waiters got %d and %d, want 10 then 20 (oldest first)", a, b)
+	}
+	select {
+	case v := <-got[2]:
+		t.Fatalf("the third waiter got %d with nothing returned", v)
+	default:
+	}
+}
+
+// A burst of overlapping borrowers raises what the pool holds to their
+// number (booting the difference, keeping what comes back) until the burst
+// has passed; then the pool trims back to its target.
+func TestPoolFollowsABurstAndShrinksAfter(t *testing.T) {
+	var booted, discarded atomic.Int64
+	p := New(Config[int]{
+		Boot:    func(ctx context.Context) (int, error) { return int(booted.Add(1)), nil },
+		Discard: func(int) { discarded.Add(1) },
+		Want:    func() int { return 1 },
+		Usable:  func(int) bool { return true },
+		Burst:   300 * time.Millisecond,
+	})
+	defer p.Close()
+	waitFor(t, func() bool { return p.Size() == 1 })
+	var held []int
+	for i := 0; i < 3; i++ {
+		v, ok := p.BorrowWait(context.Background(), nil, 5*time.Second)
+		if !ok {
+			t.Fatalf("borrower %d got nothing", i)
+		}
+		held = append(held, v)
+	}
+	for _, v := range held {
+		v := v
+		if !p.Settle(&v) {
+			t.Fatalf("entry %d was discarded during the burst", v)
+		}
+	}
+	if p.Size() != 3 || discarded.Load() != 0 {
+		t.Fatalf("during the burst: %d parked, %d discarded; want 3 and 0", p.Size(), discarded.Load())
+	}
+	waitFor(t, func() bool { return p.Size() == 1 && discarded.Load() == 2 })
+	if n := booted.Load(); n != 3 {
+		t.Fatalf("%d boots for a peak of 3 borrowers", n)
+	}
+}
+
+// A waiter gives up after its wait only when no loaned entry is on its way
+// back (Returning): while one is being rebuilt, it waits on.
+func TestBorrowWaitOutlastsItsWaitWhileAnEntryIsReturning(t *testing.T) {
+	p := New(Config[int]{
+		Boot:        func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() },
+		Discard:     func(int) {},
+		Want:        func() int { return 0 },
+		Usable:      func(int) bool { return true },
+		BootTimeout: 50 * time.Millisecond,
+	})
+	defer p.Close()
+	p.Adopt()
+	if _, ok := p.BorrowWait(context.Background(), nil, 20*time.Millisecond); ok {
+		t.Fatal("got an entry although none came back")
+	}
+	done := p.Returning()
+	got := make(chan bool, 1)
+	go func() { _, ok := p.BorrowWait(context.Background(), nil, 20*time.Millisecond); got <- ok }()
+	select {
+	case <-got:
+		t.Fatal("gave up while an entry was returning")
+	case <-time.After(200 * time.Millisecond):
+	}
+	v := 7
+	p.Settle(&v)
+	done()
+	if !<-got {
+		t.Fatal("the returning entry did not reach the waiter")
 	}
 }
