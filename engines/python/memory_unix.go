@@ -29,6 +29,8 @@ type linearMemory struct {
 	freed    bool
 	snapFD   int // the snapshot's memory file (0: none)
 	snapSize int
+	snapView []byte // the snapshot file mapped read-only (nil: restore re-maps)
+	pagemap  []byte // scratch for the page table entries restore reads
 }
 
 // Reallocate implements experimental.LinearMemory.
