@@ -399,6 +399,14 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 			e.removeWorkDir(dir)
 			return nil, core.AsError(err, core.FnRun)
 		}
+		if ro.OneShot && mem == defaultMemMB && e.pool != nil && ip.takeSnapshot(ctx) == nil {
+			// Snapshotted before any tenant code, it is recycled like a
+			// pooled one afterwards and may stay in the pool (Adopt): with
+			// kept runtimes draining the pool, one-shots would otherwise
+			// boot an interpreter each.
+			e.pool.Adopt()
+			loan = true
+		}
 	}
 	return &pyRuntime{e: e, ip: ip, loan: loan, workDir: ip.workDir, memMB: mem, namespace: ro.Namespace,
 		owner: "python:" + ro.Namespace, alive: true, turn: make(chan struct{}, 1), fns: map[string]bool{}, broken: map[string]string{}}, nil

@@ -369,8 +369,8 @@ func (ip *interp) waitParked(ctx context.Context) error {
 }
 
 // reset returns a parked interpreter to the moment it was snapshotted, as
-// if freshly booted: its memory restored (a copy-on-write re-mapping, not a
-// copy), /work and /out emptied, and a ping turn proving its stdin and
+// if freshly booted: its memory restored (the pages the guest wrote copied
+// back from the snapshot), /work and /out emptied, and a ping turn proving its stdin and
 // stdout still reach the host (guest code could have closed or renumbered
 // them). An interpreter that fails any step must be disposed of.
 func (ip *interp) reset(ctx context.Context) error {

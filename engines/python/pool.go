@@ -64,3 +64,20 @@ func (e *Engine) recycle(ip *interp, workDir string) {
 	}
 	e.removeWorkDir(workDir)
 }
+
+// recycleKept offers the interpreter of a kept or namespace runtime that
+// ended back to the pool when it came from there (it has a snapshot), is
+// still parked and the pool has room — as it has when kept runtimes are
+// being created faster than the pool boots: reset exactly as after a
+// one-shot, it saves a boot (~0.3 s of CPU). It reports whether the pool
+// took it; if not, the caller disposes of it.
+func (e *Engine) recycleKept(ip *interp, workDir string) bool {
+	if ip == nil || ip.workDir != workDir || e.pool == nil || !e.pool.Room(false) {
+		return false
+	}
+	if err := ip.reset(context.Background()); err != nil {
+		e.log.Debug("python interpreter not recycled", "err", err)
+		return false
+	}
+	return e.pool.Put(ip)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/core"
 )
 
 // One-shots are pristine although their interpreters are recycled: a run
@@ -99,5 +100,60 @@ result = out`, strings.Join(strings.Fields(fmt.Sprint(fds)), ", ")))
 	waitParked()
 	if res := r.mustRun(t, check); !strings.HasPrefix(string(res.Result), `[null,"[1]"`) {
 		t.Fatalf("after a timeout: %s", res.Result)
+	}
+}
+
+// A kept runtime's interpreter goes back to the pool when the runtime is
+// torn down and the pool has room (here: the pool's refill is still booting
+// when the runtime ends), reset like a one-shot's; what the next one-shot
+// gets shows nothing the torn-down tenant did over its several turns.
+func TestKeptRuntimesGiveBackPristineInterpreters(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check := `import builtins, json, sys, os
+result = [getattr(builtins, 'leak', None), json.dumps([1]), 'LEAK' in os.environ, sorted(os.listdir('/work')), globals().get('counter')]`
+	const clean = `[null,"[1]",false,[],null]`
+	recycled := 0
+	for i := 0; i < 5; i++ {
+		for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the pool never held an interpreter")
+			}
+		}
+		k, err := r.run(t, map[string]any{"keep": true, "code": "counter = 0\nresult = 0"})
+		if err != nil || k.RuntimeID == "" {
+			t.Fatalf("%+v %v", k, err)
+		}
+		kept, _ := r.reg.Lookup(k.RuntimeID)
+		ip := kept.Runtime.(*pyRuntime).ip
+		for _, code := range []string{
+			"import builtins, json, os\nbuiltins.leak = 'tenant A'\njson.dumps = lambda *a, **k: 'forged'\nos.environ['LEAK'] = '1'\ncounter += 1\nresult = counter",
+			"open('/work/secret', 'w').write('tenant A')\ncounter += 1\nresult = counter",
+		} {
+			if _, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": code}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.call(t, core.FnTeardown, map[string]any{"runtime_id": k.RuntimeID}); err != nil {
+			t.Fatal(err)
+		}
+		// Either parked again (recycled) or disposed of; wait for one.
+		for deadline := time.Now().Add(30 * time.Second); !ip.dead() && !ip.stdin.blocked(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the torn-down runtime's interpreter neither parked nor ended")
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		if !ip.dead() {
+			recycled++
+		}
+		if res := r.mustRun(t, check); string(res.Result) != clean {
+			t.Fatalf("round %d: a one-shot saw the torn-down kept runtime's state: %s %s", i, res.Result, res.Stderr)
+		}
+	}
+	if recycled == 0 {
+		t.Fatal("no torn-down kept runtime's interpreter went back to the pool")
 	}
 }

@@ -541,6 +541,9 @@ func (r *pyRuntime) Destroy() []string {
 			r.e.recycle(ip, r.workDir)
 			return
 		}
+		if r.e.recycleKept(ip, r.workDir) {
+			return
+		}
 		if ip != nil {
 			ip.dispose()
 			r.e.returnMemorySoon()
