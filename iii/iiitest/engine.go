@@ -48,6 +48,10 @@ type Options struct {
 	Enqueue EnqueueMode
 	// Addr is the listen address; "" picks a free loopback port.
 	Addr string
+	// DiscardFrames keeps no record of frames (Frames and WaitFrame see
+	// none): a soak's millions of frames would otherwise grow the engine
+	// without bound, inside the process whose memory the soak watches.
+	DiscardFrames bool
 }
 
 // Recorded is one frame seen by the engine.
@@ -325,7 +329,9 @@ func (c *econn) name() string {
 
 func (e *Engine) record(r Recorded) {
 	e.mu.Lock()
-	e.frames = append(e.frames, r)
+	if !e.opts.DiscardFrames {
+		e.frames = append(e.frames, r)
+	}
 	ch := e.changed
 	e.changed = make(chan struct{})
 	e.mu.Unlock()
