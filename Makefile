@@ -106,7 +106,7 @@ bench: go-deps wasm bench/peers/node_modules/.stamp
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/ ./internal/spinread/
 
-## soak: the bounded soak (about 7 minutes here; build tag soak, not part of
+## soak: the bounded soak (about 5 minutes here; build tag soak, not part of
 ## `make test`): 10,000 node and 10,000 python one-shots, 1,000 kept-runtime
 ## cycles per language and 1,000 register_function cycles from 8 concurrent
 ## callers through the test engine, one engine disconnect in the middle. It

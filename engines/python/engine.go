@@ -399,13 +399,23 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 			e.removeWorkDir(dir)
 			return nil, core.AsError(err, core.FnRun)
 		}
-		if ro.OneShot && mem == defaultMemMB && e.pool != nil && ip.takeSnapshot(ctx) == nil {
+		if ro.OneShot && mem == defaultMemMB && e.pool != nil {
 			// Snapshotted before any tenant code, it is recycled like a
 			// pooled one afterwards and may stay in the pool (Adopt): with
 			// kept runtimes draining the pool, one-shots would otherwise
 			// boot an interpreter each.
-			e.pool.Adopt()
-			loan = true
+			switch err := ip.takeSnapshot(ctx); {
+			case err == nil:
+				e.pool.Adopt()
+				loan = true
+			case ip.dead():
+				// A check turn failed and the interpreter is gone (see
+				// takeSnapshot): this one-shot gets a fresh one, unchecked.
+				if ip, err = e.bootInterp(ctx, mem, dir); err != nil {
+					e.removeWorkDir(dir)
+					return nil, core.AsError(err, core.FnRun)
+				}
+			}
 		}
 	}
 	return &pyRuntime{e: e, ip: ip, loan: loan, workDir: ip.workDir, memMB: mem, namespace: ro.Namespace,

@@ -325,8 +325,17 @@ func (ip *interp) linear() *linearMemory {
 
 // takeSnapshot records the parked interpreter's memory as the state every
 // reset returns it to. The interpreter must be parked: blocked reading its
-// first frame.
-func (ip *interp) takeSnapshot(ctx context.Context) error {
+// first frame. When a check turn fails (late under load, say) its answer
+// may still be on the way and would be taken for a tenant's: the
+// interpreter is disposed of, and the caller must not use it (dead
+// reports it). When only the snapshot itself fails, the interpreter is fine
+// and merely not recyclable.
+func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, errNotSnapshottable) {
+			ip.dispose()
+		}
+	}()
 	if err := ip.waitParked(ctx); err != nil {
 		return err
 	}
@@ -346,11 +355,17 @@ func (ip *interp) takeSnapshot(ctx context.Context) error {
 	}
 	lm := ip.linear()
 	if lm == nil {
-		return errors.New("interpreter memory cannot be snapshotted")
+		return fmt.Errorf("%w: no linear memory of ours", errNotSnapshottable)
 	}
 	ip.open.keepOpen()
-	return lm.snapshot()
+	if err := lm.snapshot(); err != nil {
+		return fmt.Errorf("%w: %v", errNotSnapshottable, err)
+	}
+	return nil
 }
+
+// errNotSnapshottable is a snapshot that failed with the interpreter intact.
+var errNotSnapshottable = errors.New("interpreter memory cannot be snapshotted")
 
 // waitParked waits until the guest is blocked reading stdin with nothing
 // queued.

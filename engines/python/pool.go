@@ -23,6 +23,10 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 			// A pooled interpreter records its parked memory so a one-shot
 			// can give it back reset instead of booting a replacement.
 			if err := ip.takeSnapshot(ctx); err != nil {
+				if ip.dead() { // a check turn failed: unusable (see takeSnapshot)
+					e.removeWorkDir(dir)
+					return nil, err
+				}
 				e.log.Debug("python interpreter without a snapshot; one-shots will not recycle it", "err", err)
 			}
 			return ip, nil

@@ -157,3 +157,36 @@ result = [getattr(builtins, 'leak', None), json.dumps([1]), 'LEAK' in os.environ
 		t.Fatal("no torn-down kept runtime's interpreter went back to the pool")
 	}
 }
+
+// A snapshot whose check turns fail — here because its context ends while
+// they run — leaves no interpreter behind whose late answers a tenant's turn
+// could take for its own (a one-shot once answered `while True` with
+// "success, null" that way): the interpreter is disposed of.
+func TestAFailedSnapshotCheckDisposesTheInterpreter(t *testing.T) {
+	r := newRig(t, nil)
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond} {
+		dir, err := r.eng.newWorkDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip, err := r.eng.bootInterp(context.Background(), defaultMemMB, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		err = ip.takeSnapshot(ctx)
+		cancel()
+		if err == nil {
+			ip.dispose()
+			r.eng.removeWorkDir(dir)
+			continue // fast enough this time: nothing to check
+		}
+		if !ip.dead() {
+			t.Fatalf("takeSnapshot failed (%v) and left its interpreter running", err)
+		}
+		r.eng.removeWorkDir(dir)
+	}
+}
