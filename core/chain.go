@@ -61,6 +61,17 @@ func (p *Pipeline) Install(snap *configsvc.Snapshot, stages ...Stage) {
 	p.cur.Store(&compiled{handler: Chain(p.terminal, stages...), snap: snap})
 }
 
+// With returns a new Pipeline with p's terminal and stages serving snap;
+// p itself is unchanged (Router.Reconfigure builds every route's with it
+// before swapping any).
+func (p *Pipeline) With(snap *configsvc.Snapshot) *Pipeline {
+	var stages []Stage
+	if cur := p.stages.Load(); cur != nil {
+		stages = *cur
+	}
+	return NewPipeline(snap, p.terminal, stages...)
+}
+
 // Snapshot returns the configuration snapshot the current chain serves.
 func (p *Pipeline) Snapshot() *configsvc.Snapshot { return p.cur.Load().snap }
 

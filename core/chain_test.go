@@ -169,3 +169,41 @@ func TestRouter(t *testing.T) {
 		t.Fatalf("removed id: %v", err)
 	}
 }
+
+// A reconfiguration is one step for every route: while the new chains are
+// being built, every route still serves the old snapshot, and once
+// Reconfigure returns every route serves the new one. (Before, routes were
+// switched one by one: a call to a route already switched and a call to
+// one not yet switched could be served at the same moment.)
+func TestRouterReconfiguresEveryRouteAtOnce(t *testing.T) {
+	r := NewRouter(nil, nil)
+	old := snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 1000 })
+	next := snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 2000 })
+	served := func(ctx context.Context, c *Call) (any, error) { return c.Config.MaxResultBytes, nil }
+	const n = 8
+	var during []string
+	for i := 0; i < n; i++ {
+		id := "x::" + string(rune('a'+i))
+		// Building this route's chain (its stage runs at build time) asks
+		// every route which snapshot it serves right now.
+		probe := func(next Handler) Handler {
+			for _, other := range r.IDs() {
+				if got, err := r.Invoke(context.Background(), other, nil, nil); err == nil && got != int64(1000) {
+					during = append(during, other)
+				}
+			}
+			return next
+		}
+		r.Handle(id, Route{Pipeline: NewPipeline(old, served, probe)})
+	}
+	during = nil // the probes also ran while the routes were first built
+	r.Reconfigure(next)
+	if len(during) > 0 {
+		t.Fatalf("routes %v served the new snapshot before every route's chain was built", during)
+	}
+	for _, id := range r.IDs() {
+		if got, err := r.Invoke(context.Background(), id, nil, nil); err != nil || got != int64(2000) {
+			t.Fatalf("%s after Reconfigure: %v %v, want 2000", id, got, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -24,10 +25,14 @@ type Route struct {
 }
 
 // Router dispatches invocations by function id. It is safe for concurrent
-// use; routes may be added and removed while calls are served.
+// use; routes may be added and removed while calls are served. Its routes
+// are one immutable table behind one pointer: a reconfiguration builds every
+// route's chain for the new snapshot first and then swaps the whole table,
+// so no call ever sees one route on the new configuration and another on
+// the old.
 type Router struct {
-	mu        sync.RWMutex
-	routes    map[string]Route
+	mu        sync.Mutex // serializes writers; readers only load table
+	table     atomic.Pointer[map[string]Route]
 	transport Transport
 	log       *slog.Logger
 }
@@ -38,51 +43,62 @@ func NewRouter(transport Transport, log *slog.Logger) *Router {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Router{routes: map[string]Route{}, transport: transport, log: log}
+	r := &Router{transport: transport, log: log}
+	r.table.Store(&map[string]Route{})
+	return r
+}
+
+// update swaps in a copy of the table changed by edit.
+func (r *Router) update(edit func(map[string]Route)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := *r.table.Load()
+	next := make(map[string]Route, len(old)+1)
+	for id, rt := range old {
+		next[id] = rt
+	}
+	edit(next)
+	r.table.Store(&next)
 }
 
 // Handle registers route under functionID, replacing any previous one.
 func (r *Router) Handle(functionID string, route Route) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.routes[functionID] = route
+	r.update(func(t map[string]Route) { t[functionID] = route })
 }
 
 // Remove deletes the route of functionID.
 func (r *Router) Remove(functionID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.routes, functionID)
+	r.update(func(t map[string]Route) { delete(t, functionID) })
 }
 
 // IDs returns the routed function ids, sorted.
 func (r *Router) IDs() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	ids := make([]string, 0, len(r.routes))
-	for id := range r.routes {
+	t := *r.table.Load()
+	ids := make([]string, 0, len(t))
+	for id := range t {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	return ids
 }
 
-// Reconfigure swaps every route's pipeline to snap, keeping its stages.
+// Reconfigure moves every route to snap, keeping its stages: each route's
+// chain is rebuilt for snap into a new table, and the table is swapped in
+// one step.
 func (r *Router) Reconfigure(snap *configsvc.Snapshot) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, rt := range r.routes {
-		rt.Pipeline.Install(snap)
-	}
+	r.update(func(t map[string]Route) {
+		for id, rt := range t {
+			rt.Pipeline = rt.Pipeline.With(snap)
+			t[id] = rt
+		}
+	})
 }
 
 // Invoke handles one invocation of functionID. It returns ErrFunctionNotFound
 // for an id without a route; every other failure is an *Error (a panic
 // anywhere below becomes the internal code-runner::engine error).
 func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadata json.RawMessage) (result any, err error) {
-	r.mu.RLock()
-	route, ok := r.routes[functionID]
-	r.mu.RUnlock()
+	route, ok := (*r.table.Load())[functionID]
 	if !ok {
 		return nil, ErrFunctionNotFound
 	}
