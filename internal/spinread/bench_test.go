@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 // BenchmarkPipeRoundTrip: a small message to a child process and back, both
-// ends reading through a Reader — with the 200 µs spin the worker and its
+// ends reading through a Reader — with the 50 µs spin the worker and its
 // isolate hosts use, beside no spin (sleep in the poller at once) measured in
 // the same run.
 func BenchmarkPipeRoundTrip(b *testing.B) {
@@ -77,8 +77,8 @@ func BenchmarkPipeRoundTrip(b *testing.B) {
 		})
 	}
 	plain := roundTrips(0)
-	spun := roundTrips(200 * time.Microsecond)
+	spun := roundTrips(50 * time.Microsecond)
 	plain.Report(b, "no-spin")
-	spun.Report(b, "spin-200us")
+	spun.Report(b, "spin-50us")
 	benchutil.Ratio(b, "x-faster-with-spin", spun, plain)
 }
