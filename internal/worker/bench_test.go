@@ -68,3 +68,54 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 		load.Report(b, tc.lang+"-8-callers")
 	}
 }
+
+// BenchmarkNodeWhilePythonComputes: node one-shots from one caller over the
+// bus for 4 s while two python one-shots compute (pure bytecode, no host
+// calls, for longer than that), beside the same node calls with python idle
+// in the same run. Wasm code cannot be preempted by Go's garbage collector:
+// a stop-the-world waits for every running guest to reach a check, so the
+// node tail shows how long the worker stalls.
+func BenchmarkNodeWhilePythonComputes(b *testing.B) {
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	s := startServe(b, e, ServeOptions{})
+	defer s.stop()
+	time.Sleep(3 * time.Second) // pools fill
+	node := func() benchutil.Samples {
+		var out benchutil.Samples
+		for start := time.Now(); time.Since(start) < 4*time.Second; {
+			t0 := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "return [1,2,3].map(x => ({x})).length"}, nil)
+			cancel()
+			if err != nil || eb != nil {
+				b.Fatalf("%v %+v", err, eb)
+			}
+			out = append(out, time.Since(t0))
+		}
+		return out
+	}
+	idle := node()
+	done := make(chan struct{}, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			// Runs past the 4 s window; the deadline ends it.
+			_, _, _ = e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": 6000,
+				"code": "s = 0\nfor i in range(10**9):\n    s += i * i\nresult = s"}, nil)
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both guests are computing
+	busy := node()
+	<-done
+	<-done
+	idle.Report(b, "node-python-idle")
+	busy.Report(b, "node-python-computing")
+	benchutil.Ratio(b, "p50-x-slower-while-computing", idle, busy)
+	b.ReportMetric(float64(busy.P(0.99))/float64(time.Millisecond), "p99-ms-while-computing")
+}
