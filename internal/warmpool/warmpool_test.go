@@ -202,8 +202,9 @@ func TestBorrowWaitTakesTheEntryThatComesBack(t *testing.T) {
 	}
 }
 
-// Callers queue in order: entries coming back go to the longest waiter.
-func TestBorrowWaitServesTheOldestWaiterFirst(t *testing.T) {
+// newIdlePool is a pool with a target of 0 whose boots never finish: the
+// only entries it hands out are those settled into it.
+func newIdlePool(t *testing.T) *Pool[int] {
 	p := New(Config[int]{
 		Boot:        func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() },
 		Discard:     func(int) {},
@@ -211,7 +212,13 @@ func TestBorrowWaitServesTheOldestWaiterFirst(t *testing.T) {
 		Usable:      func(int) bool { return true },
 		BootTimeout: 50 * time.Millisecond,
 	})
-	defer p.Close()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Callers queue in order: entries coming back go to the longest waiter.
+func TestBorrowWaitServesTheOldestWaiterFirst(t *testing.T) {
+	p := newIdlePool(t)
 	p.Adopt()
 	p.Adopt()
 	got := make([]chan int, 3)
@@ -282,14 +289,7 @@ func TestPoolFollowsABurstAndShrinksAfter(t *testing.T) {
 // A waiter gives up after its wait only when no loaned entry is on its way
 // back (Returning): while one is being rebuilt, it waits on.
 func TestBorrowWaitOutlastsItsWaitWhileAnEntryIsReturning(t *testing.T) {
-	p := New(Config[int]{
-		Boot:        func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() },
-		Discard:     func(int) {},
-		Want:        func() int { return 0 },
-		Usable:      func(int) bool { return true },
-		BootTimeout: 50 * time.Millisecond,
-	})
-	defer p.Close()
+	p := newIdlePool(t)
 	p.Adopt()
 	if _, ok := p.BorrowWait(context.Background(), nil, 20*time.Millisecond); ok {
 		t.Fatal("got an entry although none came back")
