@@ -1,5 +1,6 @@
-// Package python is code-runner's Python engine: CPython 3.12 compiled to
-// WASI (the embedded python.wasm) running in wazero inside the worker
+// Package python is code-runner's Python engine: CPython 3.11 compiled to
+// WASI (the embedded python.wasm and its standard library) running in
+// wazero inside the worker
 // process. Interpreters are parked in a wrapper's turn loop so a turn costs
 // no boot; a pool keeps interpreters booted ahead of demand; /work is a
 // private directory mounted through a filesystem wrapper that refuses links.
@@ -9,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,12 +58,13 @@ type Options struct {
 
 // Engine implements core.Engine for lang "python".
 type Engine struct {
-	opts  Options
-	log   *slog.Logger
-	ready chan struct{}
-	err   error
-	wasm  []byte
-	cache wazero.CompilationCache
+	opts   Options
+	log    *slog.Logger
+	ready  chan struct{}
+	err    error
+	wasm   []byte
+	stdlib fs.FS // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
+	cache  wazero.CompilationCache
 
 	mu       sync.Mutex
 	wr       *wasmRuntime // nil until boot compiled python.wasm
@@ -108,7 +111,10 @@ func (e *Engine) boot() {
 	wasm := e.opts.Wasm
 	if wasm == nil {
 		var err error
-		if wasm, err = pywasm.Wasm(); err != nil {
+		if wasm, err = pywasm.Wasm(); err == nil {
+			e.stdlib, err = pywasm.Stdlib()
+		}
+		if err != nil {
 			e.err = err
 			e.log.Error("python engine failed to start; serving node only", "err", err)
 			return
@@ -128,7 +134,7 @@ func (e *Engine) boot() {
 
 // CacheDir is where compiled python.wasm is cached: <base>/python/<sha256>/<wazero version>.
 func CacheDir(base string) string {
-	return filepath.Join(base, "python", pywasm.SHA256, buildinfo.ModuleVersion("github.com/tetratelabs/wazero"))
+	return filepath.Join(base, "python", pywasm.Digest(), buildinfo.ModuleVersion("github.com/tetratelabs/wazero"))
 }
 
 func (e *Engine) openCache() wazero.CompilationCache {
@@ -160,7 +166,7 @@ func (e *Engine) openCache() wazero.CompilationCache {
 // one, whatever the memory cap: each instance's linear memory is allocated
 // by withLinearMemory, which enforces that instance's cap and records a
 // denied growth, so no runtime-wide page limit (and no second copy of the
-// ~34 MB of compiled code per cap) is needed.
+// ~15 MB of compiled code per cap) is needed.
 func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

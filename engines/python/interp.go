@@ -14,6 +14,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	_ "embed"
@@ -85,6 +86,9 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		})
 	}
 	fsc := wazero.NewFSConfig().WithFSMount(runFS, "/run")
+	if e.stdlib != nil {
+		fsc = fsc.WithFSMount(e.stdlib, pywasm.StdlibDir)
+	}
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.out, &ip.open), "/out")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.work, &ip.open), "/work")
 	ip.stdout = newStdoutScanner(sentinel, ip.events, ip.killed)

@@ -2,17 +2,64 @@ package pywasm
 
 import (
 	"bytes"
+	"io"
+	"io/fs"
 	"testing"
 )
 
-// TestEmbeddedWasmIsThePinnedBuild proves `make deps` placed the pinned wasm
+// TestEmbeddedWasmIsTheBuiltOne proves `make deps` placed the build's wasm
 // where the engine embeds it: the digest matches and it is a wasm module.
-func TestEmbeddedWasmIsThePinnedBuild(t *testing.T) {
+func TestEmbeddedWasmIsTheBuiltOne(t *testing.T) {
 	b, err := Wasm()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasPrefix(b, []byte("\x00asm\x01\x00\x00\x00")) {
 		t.Fatal("not a wasm binary module")
+	}
+	if len(Digest()) != 64 {
+		t.Fatalf("digest %q", Digest())
+	}
+}
+
+// TestStdlibFilesSeekLikeRealFiles reads a module the wrapper imports, its
+// .pyc, and a directory listing from the embedded standard library; files
+// must seek and read at offsets (tracebacks re-read sources with seek(0)).
+func TestStdlibFilesSeekLikeRealFiles(t *testing.T) {
+	std, err := Stdlib()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := fs.ReadFile(std, "json/__init__.py")
+	if err != nil || !bytes.Contains(src, []byte("def dumps(")) {
+		t.Fatalf("json/__init__.py: %v", err)
+	}
+	if _, err := fs.Stat(std, "json/__pycache__/__init__.cpython-311.pyc"); err != nil {
+		t.Fatalf("no .pyc beside json: %v", err)
+	}
+	f, err := std.Open("json/__init__.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.(io.Seeker).Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	again := make([]byte, 16)
+	if _, err := io.ReadFull(f, again); err != nil || !bytes.Equal(head, again) || !bytes.Equal(head, src[:16]) {
+		t.Fatalf("after seek: %q vs %q (%v)", again, head, err)
+	}
+	entries, err := fs.ReadDir(std, "json")
+	if err != nil || len(entries) < 4 {
+		t.Fatalf("json/: %d entries, %v", len(entries), err)
+	}
+	for _, gone := range []string{"test", "idlelib", "tkinter", "ensurepip"} {
+		if _, err := fs.Stat(std, gone); err == nil {
+			t.Errorf("%s is packed; the build drops it", gone)
+		}
 	}
 }
