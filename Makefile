@@ -58,7 +58,6 @@ wasm: $(WASM_DST)
 # under ~/.cache/code-runner, so later runs only copy it.
 $(WASM_DST): deps/cpython/build.sh
 	deps/cpython/build.sh $(WASM_DIR)
-	@touch $@
 
 ## build: ./bin/code-runner with the release version stamped in. It installs
 ## only what building needs (Go modules and the python.wasm build); the test

@@ -15,6 +15,8 @@
 set -euo pipefail
 
 OUT=${1:?usage: build.sh OUT_DIR}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # the build changes directory
 HERE=$(cd "$(dirname "$0")" && pwd)
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
@@ -38,7 +40,8 @@ install_outputs() {
 	mkdir -p "$OUT"
 	cp "$CACHE/python.wasm" "$OUT/python.wasm.tmp" && mv "$OUT/python.wasm.tmp" "$OUT/python.wasm"
 	cp "$CACHE/stdlib.zip" "$OUT/stdlib.zip.tmp" && mv "$OUT/stdlib.zip.tmp" "$OUT/stdlib.zip"
-	(cd "$OUT" && sha256sum python.wasm stdlib.zip > SHA256SUMS)
+	(cd "$OUT" && sha256sum python.wasm stdlib.zip > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+	[[ -s $OUT/python.wasm && -s $OUT/stdlib.zip ]] || { echo "error: $OUT lacks python.wasm or stdlib.zip after the copy" >&2; exit 1; }
 	echo "python.wasm and stdlib.zip (CPython 3.11.2, build $KEY) -> $OUT"
 }
 
