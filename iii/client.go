@@ -43,6 +43,11 @@ type Options struct {
 	// OnRejected is called for a WORKER_NAMESPACE_CONFLICT rejection, which
 	// is fatal for the worker (iii-wire.md §10).
 	OnRejected func(code, detail string)
+	// OnDialFailed, when set, is called after each failed connection
+	// attempt, before the client logs it: failures counts the consecutive
+	// failures so far (1 for the first), everConnected says whether any
+	// attempt ever succeeded.
+	OnDialFailed func(failures int, everConnected bool, err error)
 }
 
 func (o *Options) defaults() {
@@ -460,6 +465,7 @@ func remove(list []string, s string) []string {
 func (c *Client) loop() {
 	defer close(c.done)
 	attempt := 0
+	connected := false
 	for {
 		if c.ctx.Err() != nil {
 			return
@@ -467,8 +473,12 @@ func (c *Client) loop() {
 		cn, err := c.dial()
 		if err == nil {
 			attempt = 0
+			connected = true
 			c.serve(cn)
-		} else {
+		} else if c.ctx.Err() == nil {
+			if c.opts.OnDialFailed != nil {
+				c.opts.OnDialFailed(attempt+1, connected, err)
+			}
 			c.log.Warn("iii: connect failed", "url", c.opts.URL, "err", err)
 		}
 		if c.ctx.Err() != nil {

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,10 +184,7 @@ func TestServeConnectsAndReportsMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	bin := filepath.Join(t.TempDir(), "code-runner")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	cmd := exec.Command(bin, "serve", "--url", e.URL(), "--namespace", "ns1")
 	cmd.Env = append(os.Environ(), "III_WORKER_NAME=cr-test")
 	var stderr bytes.Buffer
@@ -223,15 +222,82 @@ func TestServeConnectsAndReportsMetadata(t *testing.T) {
 	}
 }
 
+// buildBinary builds this command into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "code-runner")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestServeWithoutAnEngineSaysWhatItWaitsFor: with nothing listening at
+// the engine URL, serve says once, in plain words, what it waits for and
+// how to start one — before the client's retry lines, and not again with
+// each retry.
+func TestServeWithoutAnEngineSaysWhatItWaitsFor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "ws://" + ln.Addr().String()
+	_ = ln.Close() // nothing answers there now
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve", "--url", url, "--config-source", "file", "--config-file", filepath.Join(t.TempDir(), "none.yaml"))
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(stderr.String(), "iii: connect failed") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no two retries in 60 s:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := stderr.String()
+	plain := "no iii engine answers at " + url + ": code-runner keeps retrying and starts serving as soon as one does."
+	if n := strings.Count(out, plain); n != 1 {
+		t.Fatalf("the plain-words line appears %d times, want once:\n%s", n, out)
+	}
+	if strings.Index(out, plain) > strings.Index(out, "iii: connect failed") {
+		t.Fatalf("the plain-words line comes after the first retry line:\n%s", out)
+	}
+	for _, hint := range []string{"--url", "III_URL", "code-runner run"} {
+		if !strings.Contains(out, hint) {
+			t.Errorf("the line does not mention %s", hint)
+		}
+	}
+}
+
 // No directory the worker creates outlives it: after `code-runner run`
 // exits, and after `serve` stops on SIGTERM, $TMPDIR holds what it held
 // before — in either language, whatever the guests wrote, kept runtimes
 // included.
 func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "code-runner")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	tmp := t.TempDir()
 	env := append(os.Environ(), "TMPDIR="+tmp)
 	listTmp := func() []string {

@@ -35,6 +35,15 @@ type ServeOptions struct {
 	Ready func(*App)
 }
 
+// NoEngineMessage is said once when the first attempt to reach the engine
+// fails, before the client's retry lines: what the worker waits for and
+// how to give it one.
+func NoEngineMessage(url string) string {
+	return "no iii engine answers at " + url + ": code-runner keeps retrying and starts serving as soon as one does. " +
+		"Start the engine there, or point --url (or III_URL) at one that runs. " +
+		"To try code without an engine: code-runner run --lang python --code 'result = 1 + 1'"
+}
+
 // preGenerateHook is the harness trigger type code-runner binds (§18).
 const preGenerateHook = "harness::hook::pre-generate"
 
@@ -52,6 +61,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			select {
 			case fatal <- fmt.Errorf("the engine rejected this worker (%s): %s", code, detail):
 			default:
+			}
+		},
+		OnDialFailed: func(failures int, everConnected bool, _ error) {
+			if failures == 1 && !everConnected {
+				log.Warn(NoEngineMessage(o.URL))
 			}
 		}})
 	defer client.Close()
