@@ -87,7 +87,10 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	}
 	fsc := wazero.NewFSConfig().WithFSMount(runFS, "/run")
 	if e.stdlib != nil {
-		fsc = fsc.WithFSMount(e.stdlib, pywasm.StdlibDir)
+		// Shared by every interpreter: opening a file of it for writing is
+		// refused at open (a plain fs.FS mount accepts the open and fails
+		// the write later, with EBADF).
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: e.stdlib}}, pywasm.StdlibDir)
 	}
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.out, &ip.open), "/out")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.work, &ip.open), "/work")

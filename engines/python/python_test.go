@@ -172,8 +172,20 @@ try:
 except json.JSONDecodeError:
     import traceback
     result['traceback'] = 'obj, end = self.scan_once(s, idx)' in traceback.format_exc()
+import os
+lib = os.path.dirname(os.__file__)
+before = open(lib + '/os.py', 'rb').read()
+refused = 0
+for attempt in (lambda: open(lib + '/os.py', 'ab').write(b'#') and None, lambda: os.remove(lib + '/json/__init__.py'),
+                lambda: open(lib + '/new.py', 'w').close(), lambda: os.mkdir(lib + '/d')):
+    try:
+        f = attempt()
+    except OSError:
+        refused += 1
+import gc; gc.collect()
+result['readonly'] = [refused, open(lib + '/os.py', 'rb').read() == before, os.path.exists(lib + '/new.py')]
 `)
-	want := `{"zlib":true,"bz2":true,"gzip":true,"zip":true,"sqlite":45,"decimal":"0.3","sha256":"e3b0c442","xml":"1","traceback":true}`
+	want := `{"zlib":true,"bz2":true,"gzip":true,"zip":true,"sqlite":45,"decimal":"0.3","sha256":"e3b0c442","xml":"1","traceback":true,"readonly":[4,true,false]}`
 	if !res.Success || string(res.Result) != want {
 		t.Fatalf("result %s, stderr %s", res.Result, res.Stderr)
 	}
