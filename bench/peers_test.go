@@ -6,7 +6,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
 	"github.com/code-runner-go/code-runner/internal/procfs"
+	"github.com/code-runner-go/code-runner/internal/syncbuf"
 )
 
 // workloads are the python compute figures: each sets result.
@@ -329,7 +328,7 @@ func systemPythonTimes(b *testing.B) map[string]float64 {
 // proc is a started worker process whose output is kept for failures.
 type proc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *syncbuf.Buffer
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
@@ -337,7 +336,7 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 // startProc starts cmd in its own process group with stdin held open (both
 // workers exit when it closes or the group is killed at the end).
 func startProc(b *testing.B, cmd *exec.Cmd) *proc {
-	p := &proc{cmd: cmd, out: &syncBuffer{}}
+	p := &proc{cmd: cmd, out: &syncbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -360,21 +359,4 @@ func startProc(b *testing.B, cmd *exec.Cmd) *proc {
 		}
 	})
 	return p
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

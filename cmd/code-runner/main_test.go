@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/internal/syncbuf"
 )
 
 func envOf(m map[string]string) envFunc {
@@ -232,24 +232,6 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// syncBuffer is a bytes.Buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestServeWithoutAnEngineSaysWhatItWaitsFor: with nothing listening at
 // the engine URL, serve says once, in plain words, what it waits for and
 // how to start one — before the client's retry lines, and not again with
@@ -264,7 +246,7 @@ func TestServeWithoutAnEngineSaysWhatItWaitsFor(t *testing.T) {
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, "serve", "--url", url, "--config-source", "file", "--config-file", filepath.Join(t.TempDir(), "none.yaml"))
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

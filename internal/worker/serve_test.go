@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -17,30 +16,13 @@ import (
 	"github.com/code-runner-go/code-runner/guidance"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/internal/syncbuf"
 	"github.com/code-runner-go/code-runner/ui"
 )
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type served struct {
 	app    *App
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -52,7 +34,7 @@ func envFrom(m map[string]string) func(string) (string, bool) {
 // startServe runs Serve in-process against e and waits until it is ready.
 func startServe(t testing.TB, e *iiitest.Engine, o ServeOptions) *served {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	o.URL = e.URL()
 	if o.WorkerName == "" {
 		o.WorkerName = "code-runner"
