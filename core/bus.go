@@ -7,7 +7,7 @@ import (
 
 // GuestHandler serves a function a guest registered: it returns the
 // function's JSON result or an error (an *Error travels with its code).
-type GuestHandler func(ctx context.Context, payload, metadata json.RawMessage) (json.RawMessage, error)
+type GuestHandler func(ctx context.Context, inv GuestInvocation) (json.RawMessage, error)
 
 // FunctionRegistration is a guest function as published on the bus.
 type FunctionRegistration struct {
@@ -15,6 +15,9 @@ type FunctionRegistration struct {
 	Description    string
 	RequestFormat  json.RawMessage
 	ResponseFormat json.RawMessage
+	// PayloadLimit, when positive, refuses larger payloads on the route
+	// before the handler runs (python's fixed 1 MiB).
+	PayloadLimit int
 }
 
 // TriggerRegistration is a guest trigger binding.

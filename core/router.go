@@ -33,6 +33,7 @@ type Route struct {
 type Router struct {
 	mu        sync.Mutex // serializes writers; readers only load table
 	table     atomic.Pointer[map[string]Route]
+	snap      *configsvc.Snapshot // the last Reconfigure's; guarded by mu
 	transport Transport
 	log       *slog.Logger
 }
@@ -66,6 +67,17 @@ func (r *Router) Handle(functionID string, route Route) {
 	r.update(func(t map[string]Route) { t[functionID] = route })
 }
 
+// HandleCurrent installs a route for functionID serving terminal behind
+// stages on the router's current configuration: the snapshot of its last
+// Reconfigure (a route added while a reload swaps the table can never be
+// left on the old one), or the default configuration before any.
+func (r *Router) HandleCurrent(functionID string, terminal Handler, stages ...Stage) {
+	r.update(func(t map[string]Route) {
+		d := configsvc.Defaults()
+		t[functionID] = Route{Pipeline: NewPipeline(r.snapshotOr(&configsvc.Snapshot{Config: d}), terminal, stages...)}
+	})
+}
+
 // Remove deletes the route of functionID.
 func (r *Router) Remove(functionID string) {
 	r.update(func(t map[string]Route) { delete(t, functionID) })
@@ -87,6 +99,7 @@ func (r *Router) IDs() []string {
 // one step.
 func (r *Router) Reconfigure(snap *configsvc.Snapshot) {
 	r.update(func(t map[string]Route) {
+		r.snap = snap
 		for id, rt := range t {
 			rt.Pipeline = rt.Pipeline.With(snap)
 			t[id] = rt

@@ -228,9 +228,10 @@ func (r *runtime) unregisterFunction(raw json.RawMessage) error {
 	return nil
 }
 
-// invokeHandler serves bus invocations of a guest function (contract §13.7).
+// invokeHandler serves bus invocations of a guest function (contract §13.7)
+// behind its route: the budget is the route's, from the call's snapshot.
 func (r *runtime) invokeHandler(id string) core.GuestHandler {
-	return func(ctx context.Context, payload, metadata json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, inv core.GuestInvocation) (json.RawMessage, error) {
 		if r.isNamespaceRuntime() && r.host().dead() {
 			// Restore first; the invocation's own budget starts after the replay.
 			if err := r.restart(ctx); err != nil {
@@ -243,10 +244,9 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 		if broken {
 			return nil, core.Errorf(core.CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", id, brokenText)
 		}
-		budget := core.RunBudget(0, r.e.opts.Live())
-		cctx, cancel := context.WithTimeout(ctx, budget)
+		cctx, cancel := context.WithTimeout(ctx, inv.Budget)
 		defer cancel()
-		d, err := r.exec(cctx, &msg{T: "invoke", FunctionID: id, Payload: payload})
+		d, err := r.exec(cctx, &msg{T: "invoke", FunctionID: id, Payload: inv.Payload})
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) && ce.Code == core.CodeEngine && !r.Alive() {

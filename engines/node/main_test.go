@@ -42,6 +42,11 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 		mut(&cfg)
 	}
 	r := &rig{reg: core.NewRegistry(nil), cfg: cfg}
+	r.router = core.NewRouter(transport, quiet())
+	r.router.Reconfigure(&configsvc.Snapshot{Config: cfg})
+	if bus != nil { // guest functions are routes, as in the worker
+		bus = &core.GuestRoutes{Router: r.router, Bus: bus}
+	}
 	eng, err := New(Options{HostArgv: []string{os.Args[0]}, HostEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"},
 		Registry: r.reg, Bus: bus, Transport: transport, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet()})
 	if err != nil {
@@ -50,7 +55,6 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 	t.Cleanup(eng.Close)
 	r.eng = eng
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangNode: eng}}
-	r.router = core.NewRouter(transport, quiet())
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
 	for id, route := range core.Routes(&configsvc.Snapshot{Config: cfg}, svc, r.ns) {
 		r.router.Handle(id, route)

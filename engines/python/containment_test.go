@@ -60,8 +60,8 @@ func TestBudgetCrossingEndsTheTurnAsTheBudgetKill(t *testing.T) {
 		if _, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "bud::f", "lang": "python", "source": src}); err != nil {
 			t.Fatal(err)
 		}
-		r.cfg.DefaultTimeoutMS = 60000
-		defer func() { r.cfg.DefaultTimeoutMS = configsvc.Defaults().DefaultTimeoutMS }()
+		r.setDefaultTimeout(60000)
+		defer r.setDefaultTimeout(configsvc.Defaults().DefaultTimeoutMS)
 		if _, err := r.bus.Invoke(t, "bud::f", `{"fill":true}`); err == nil || !strings.Contains(err.Error(), "under /work and was killed") {
 			t.Fatalf("%v", err)
 		}

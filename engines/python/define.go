@@ -49,23 +49,23 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 		if def.Description != nil {
 			desc = *def.Description
 		}
-		bus.RegisterFunction(core.FunctionRegistration{ID: def.FunctionID, Description: desc, RequestFormat: def.RequestFormat, ResponseFormat: def.ResponseFormat},
+		bus.RegisterFunction(core.FunctionRegistration{ID: def.FunctionID, Description: desc, RequestFormat: def.RequestFormat, ResponseFormat: def.ResponseFormat,
+			PayloadLimit: core.MaxPayloadBytes},
 			r.invokeHandler(def.FunctionID))
 	}
 	return nil
 }
 
 // invokeHandler serves bus invocations of a python handler: one turn that
-// calls the handler captured for id (contract §13.7).
+// calls the handler captured for id (contract §13.7), behind its route
+// (the payload limit and the budget are the route's).
 func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
-	return func(ctx context.Context, payload, metadata json.RawMessage) (json.RawMessage, error) {
-		if n := len(payload); n > core.MaxPayloadBytes {
-			return nil, core.Errorf(core.CodeInvalidRequest, "payload is %d bytes; max %d", n, core.MaxPayloadBytes)
-		}
+	return func(ctx context.Context, inv core.GuestInvocation) (json.RawMessage, error) {
+		payload := inv.Payload
 		if !r.Alive() {
 			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
 		}
-		cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, r.e.opts.Live()))
+		cctx, cancel := context.WithTimeout(ctx, inv.Budget)
 		defer cancel()
 		if !r.acquireTurn(cctx) {
 			return nil, core.ErrTimeout()
@@ -82,7 +82,7 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 		if broken {
 			return nil, core.Errorf(core.CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", id, brokenText)
 		}
-		ictx, icancel := context.WithTimeout(ctx, core.RunBudget(0, r.e.opts.Live()))
+		ictx, icancel := context.WithTimeout(ctx, inv.Budget)
 		defer icancel()
 		if len(payload) == 0 {
 			payload = json.RawMessage("null")

@@ -44,16 +44,25 @@ func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
 		mut(&cfg)
 	}
 	r := &rig{reg: core.NewRegistry(nil), cfg: cfg, lb: &enginetest.Loopback{}, bus: enginetest.NewBus()}
-	r.eng = New(Options{Registry: r.reg, Bus: r.bus, Transport: r.lb, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet(), CacheDir: testCacheDir})
+	r.router = core.NewRouter(r.lb, quiet())
+	r.router.Reconfigure(&configsvc.Snapshot{Config: cfg})
+	// Guest functions are routes, as in the worker.
+	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: r.lb, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet(), CacheDir: testCacheDir})
 	t.Cleanup(r.eng.Close)
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
-	r.router = core.NewRouter(r.lb, quiet())
 	r.lb.Router = r.router
 	for id, route := range core.Routes(&configsvc.Snapshot{Config: cfg}, svc, r.ns) {
 		r.router.Handle(id, route)
 	}
 	return r
+}
+
+// setDefaultTimeout changes default_timeout_ms as a reload would: the
+// engine's live view and every route's snapshot.
+func (r *rig) setDefaultTimeout(ms int64) {
+	r.cfg.DefaultTimeoutMS = ms
+	r.router.Reconfigure(&configsvc.Snapshot{Config: r.cfg})
 }
 
 func (r *rig) call(t testing.TB, fn string, req any) (json.RawMessage, *core.Error) {
@@ -427,7 +436,7 @@ func TestPythonRegisterFunction(t *testing.T) {
 		t.Fatalf("%v", ierr)
 	}
 	// D7: an invocation that overruns → timeout; the next succeeds (restored, state restarted).
-	r.cfg.DefaultTimeoutMS = 800
+	r.setDefaultTimeout(800)
 	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::slow", "lang": "python", "source": "def handler(p):\n    if p.get('spin'):\n        while True: pass\n    return 'fine'"})
 	if _, err := r.bus.Invoke(t, "e2e-py::slow", `{"spin":true}`); err == nil || !strings.Contains(err.Error(), "code-runner::timeout") {
 		t.Fatalf("%v", err)
@@ -438,7 +447,7 @@ func TestPythonRegisterFunction(t *testing.T) {
 	if v, err := r.bus.Invoke(t, "e2e-py::count", `{}`); err != nil || !strings.HasPrefix(string(v), `{"n":1,`) {
 		t.Fatalf("state did not restart with the replay: %s %v", v, err)
 	}
-	r.cfg.DefaultTimeoutMS = 5000
+	r.setDefaultTimeout(5000)
 	// The same interpreter cannot call its own function from inside a turn.
 	_, _ = r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "e2e-py::self", "lang": "python", "source": "def handler(p):\n    try:\n        return iii.trigger({'function_id': 'e2e-py::count'})\n    except RuntimeError as e:\n        return str(e)"})
 	if v, _ := r.bus.Invoke(t, "e2e-py::self", `{}`); string(v) != `"iii.trigger: e2e-py::count is served by this same interpreter and cannot be called from inside a turn"` {

@@ -138,7 +138,9 @@ func (b *Bus) Invoke(t testing.TB, id, payload string) (json.RawMessage, error) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return h(ctx, json.RawMessage(payload), nil)
+	// Behind core.GuestRoutes (as in the worker) the route sets the budget;
+	// this one only applies to a handler registered without a router.
+	return h(ctx, core.GuestInvocation{Payload: json.RawMessage(payload), Budget: 30 * time.Second})
 }
 
 // Has reports whether id is registered.

@@ -65,17 +65,24 @@ func NewApp(o AppOptions) (*App, error) {
 	}
 	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log}
 	live := func() *configsvc.Config { return &a.Store.Load().Config }
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log, Owners: o.Owners})
+	a.Router = core.NewRouter(o.Transport, o.Log)
+	a.Router.Reconfigure(a.Store.Load())
+	// Guest functions are routes too: published through the router, so a
+	// bus invocation of one enters by the same door as the worker's own.
+	var bus core.Bus
+	if o.Bus != nil {
+		bus = &core.GuestRoutes{Router: a.Router, Bus: o.Bus}
+	}
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: live, Log: o.Log, Owners: o.Owners})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
 	a.Node = ne
-	a.Python = python.New(python.Options{Registry: a.Registry, Bus: o.Bus, Transport: o.Transport, Live: live, Log: o.Log, CacheDir: o.PythonCacheDir})
+	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: live, Log: o.Log, CacheDir: o.PythonCacheDir})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
 	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, live, o.Log)
-	a.Router = core.NewRouter(o.Transport, o.Log)
 	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {
 		a.Router.Handle(id, route)
 	}
@@ -133,11 +140,8 @@ func (t *LocalTransport) Invoke(ctx context.Context, inv core.Invocation) (json.
 	}
 	res, err := t.App.Router.Invoke(ctx, inv.FunctionID, data, nil)
 	if err != nil {
-		if errors.Is(err, core.ErrFunctionNotFound) {
-			return nil, &core.RemoteError{Code: "function_not_found", Message: "Function " + inv.FunctionID + " not found"}
-		}
-		ce := core.AsError(err, inv.FunctionID)
-		return nil, &core.RemoteError{Code: string(ce.Code), Message: ce.Error()}
+		w := core.WireOf(err, inv.FunctionID)
+		return nil, &core.RemoteError{Code: w.Code, Message: w.Message}
 	}
 	if len(inv.Action) > 0 && strings.Contains(string(inv.Action), `"void"`) {
 		return nil, nil

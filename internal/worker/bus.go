@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
@@ -11,7 +10,8 @@ import (
 
 // Bus publishes guest registrations over the worker's engine connection
 // (core.Bus). Everything goes through the client's replay maps, so it
-// survives reconnects.
+// survives reconnects. Engines reach it through core.GuestRoutes, so the
+// handlers it is given enter through the router.
 type Bus struct {
 	Client *iii.Client
 }
@@ -20,13 +20,10 @@ type Bus struct {
 func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
 	b.Client.RegisterFunction(iii.FunctionDef{ID: reg.ID, Description: reg.Description, RequestFormat: reg.RequestFormat, ResponseFormat: reg.ResponseFormat},
 		func(ctx context.Context, req iii.Request) (any, error) {
-			res, err := h(ctx, req.Data, req.Metadata)
+			res, err := h(ctx, core.GuestInvocation{Payload: req.Data, Metadata: req.Metadata})
 			if err != nil {
-				var ce *core.Error
-				if errors.As(err, &ce) {
-					return nil, &iii.InvocationError{Code: string(ce.Code), Message: ce.Error()}
-				}
-				return nil, err
+				w := core.WireOf(err, req.FunctionID)
+				return nil, &iii.InvocationError{Code: w.Code, Message: w.Message}
 			}
 			if res == nil {
 				return json.RawMessage("null"), nil

@@ -43,14 +43,11 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 		if err == nil {
 			return res, nil
 		}
-		if errors.Is(err, core.ErrFunctionNotFound) {
-			return nil, &iii.InvocationError{Code: "function_not_found", Message: "Function " + req.FunctionID + " not found"}
-		}
-		ce := core.AsError(err, req.FunctionID)
-		if ce.Cause != nil {
+		if ce := core.AsError(err, req.FunctionID); ce.Cause != nil && !errors.Is(err, core.ErrFunctionNotFound) {
 			log.Error("call failed", "function_id", req.FunctionID, "code", ce.Code, "cause", capsfilter.RedactRuntimeIDs(ce.Cause.Error()))
 		}
-		return nil, &iii.InvocationError{Code: string(ce.Code), Message: ce.Error()}
+		w := core.WireOf(err, req.FunctionID)
+		return nil, &iii.InvocationError{Code: w.Code, Message: w.Message}
 	}
 }
 
