@@ -106,7 +106,7 @@ func PayloadLimit(max int) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *Call) (any, error) {
 			if n := len(call.Payload); n > max {
-				return nil, Errorf(CodeInvalidRequest, "payload is %d bytes; max %d", n, max)
+				return nil, Errorf(CodeInvalidRequest, "%s", OverMax("payload", n, max))
 			}
 			return next(ctx, call)
 		}

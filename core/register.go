@@ -126,18 +126,18 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 			}
 		}
 	}
-	if l := len(req.FunctionID); l > 512 {
+	if l := len(req.FunctionID); l > MaxFunctionIDBytes {
 		prefix := req.FunctionID
 		if utf8.RuneCountInString(prefix) > 40 {
 			prefix = string([]rune(prefix)[:40])
 		}
-		return nil, Errorf(CodeInvalidRequest, "function id %q… is %d bytes; the limit is 512", prefix, l)
+		return nil, Errorf(CodeInvalidRequest, "%s", OverLimit(fmt.Sprintf("function id %q…", prefix), l, MaxFunctionIDBytes))
 	}
-	if req.Description != nil && len(*req.Description) > 4096 {
-		return nil, Errorf(CodeInvalidRequest, "description is %d bytes; the limit is 4096", len(*req.Description))
+	if req.Description != nil && len(*req.Description) > MaxDescriptionBytes {
+		return nil, Errorf(CodeInvalidRequest, "%s", OverLimit("description", len(*req.Description), MaxDescriptionBytes))
 	}
 	if len(req.Source) > MaxCodeBytes {
-		return nil, Errorf(CodeInvalidRequest, "source is %d bytes; max %d", len(req.Source), MaxCodeBytes)
+		return nil, Errorf(CodeInvalidRequest, "%s", OverMax("source", len(req.Source), MaxCodeBytes))
 	}
 	seg, _, found := strings.Cut(req.FunctionID, "::")
 	if !found || seg == "" {

@@ -147,7 +147,7 @@ func (s *RunService) engine(lang Lang) (Engine, error) {
 
 func checkCodeSize(code string) error {
 	if len(code) > MaxCodeBytes {
-		return Errorf(CodeInvalidRequest, "code is %d bytes; max %d", len(code), MaxCodeBytes)
+		return Errorf(CodeInvalidRequest, "%s", OverMax("code", len(code), MaxCodeBytes))
 	}
 	return nil
 }

@@ -31,12 +31,6 @@ const (
 // WorkerFunctionIDs lists the six ids in registration order.
 var WorkerFunctionIDs = []string{FnRun, FnTeardown, FnRegisterFunction, FnInjectGuidance, FnUIContent, FnOnConfigChange}
 
-// Fixed limits of the contract.
-const (
-	MaxCodeBytes    = 1 << 20 // `code` and registration `source`
-	MaxPayloadBytes = 1 << 20 // handler payload
-)
-
 // Call is one invocation travelling through a Pipeline. The Router fills the
 // request fields; stages fill the rest before the terminal handler runs.
 type Call struct {

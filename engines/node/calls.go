@@ -14,14 +14,6 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 )
 
-// Limits of the guest surface (contract §9).
-const (
-	maxIDBytes          = 512
-	maxDescriptionBytes = 4096
-	maxRegistrations    = 256
-	maxConfigBytes      = 1 << 20
-)
-
 // Default catalog descriptions.
 const (
 	guestDescription    = "Registered at runtime by code-runner; implemented in JavaScript."
@@ -101,11 +93,11 @@ func (r *runtime) checkIDAndDescription(id string, description *string) error {
 	if err := r.checkNamespace(id); err != nil {
 		return err
 	}
-	if n := len(id); n > maxIDBytes {
-		return fmt.Errorf("function id is %d bytes; the limit is 512", n)
+	if n := len(id); n > core.MaxFunctionIDBytes {
+		return errors.New(core.OverLimit("function id", n, core.MaxFunctionIDBytes))
 	}
-	if description != nil && len(*description) > maxDescriptionBytes {
-		return fmt.Errorf("description is %d bytes; the limit is 4096", len(*description))
+	if description != nil && len(*description) > core.MaxDescriptionBytes {
+		return errors.New(core.OverLimit("description", len(*description), core.MaxDescriptionBytes))
 	}
 	return nil
 }
@@ -129,7 +121,7 @@ func (r *runtime) checkOthers(what, id string) error {
 func (r *runtime) countLocked() int { return len(r.fns) + len(r.triggers) + len(r.ttypes) }
 
 func budgetErr() error {
-	return errors.New("this runtime already holds 256 registrations (functions, triggers, and trigger types share one budget); reuse an id or tear the runtime down")
+	return fmt.Errorf("this runtime already holds %d registrations (functions, triggers, and trigger types share one budget); reuse an id or tear the runtime down", core.MaxRegistrations)
 }
 
 type registerArgs struct {
@@ -165,7 +157,7 @@ func (r *runtime) registerFunction(raw json.RawMessage) error {
 	}
 	r.mu.Lock()
 	held := r.fns[a.ID]
-	if !held && r.countLocked() >= maxRegistrations {
+	if !held && r.countLocked() >= core.MaxRegistrations {
 		r.mu.Unlock()
 		return budgetErr()
 	}
@@ -284,11 +276,11 @@ func (r *runtime) registerTrigger(raw json.RawMessage) (string, error) {
 	if err := r.checkOthers(core.WhatTarget, a.FunctionID); err != nil {
 		return "", err
 	}
-	if n := len(a.Config); n > maxConfigBytes {
-		return "", fmt.Errorf("trigger config is %d bytes; the limit is 1048576", n)
+	if n := len(a.Config); n > core.MaxTriggerConfigBytes {
+		return "", errors.New(core.OverLimit("trigger config", n, core.MaxTriggerConfigBytes))
 	}
 	r.mu.Lock()
-	if r.countLocked() >= maxRegistrations {
+	if r.countLocked() >= core.MaxRegistrations {
 		r.mu.Unlock()
 		return "", budgetErr()
 	}
@@ -341,7 +333,7 @@ func (r *runtime) registerTriggerType(raw json.RawMessage) error {
 		}
 	}
 	r.mu.Lock()
-	if !held && r.countLocked() >= maxRegistrations {
+	if !held && r.countLocked() >= core.MaxRegistrations {
 		r.mu.Unlock()
 		return budgetErr()
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/capsfilter"
+	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	_ "embed"
@@ -695,16 +696,16 @@ func (h *host) trigger(arg string) nativeResult {
 	if err := json.Unmarshal([]byte(headText), &head); err != nil {
 		return fail("malformed iii request: %v", err)
 	}
-	if n := len(head.FunctionID); n > 512 {
-		return fail("function id is %d bytes; the limit is 512", n)
+	if n := len(head.FunctionID); n > core.MaxFunctionIDBytes {
+		return fail("%s", core.OverLimit("function id", n, core.MaxFunctionIDBytes))
 	}
-	if n := len(payload); n > 1<<20 {
-		return fail("payload is %d bytes; the limit is 1048576", n)
+	if n := len(payload); n > core.MaxPayloadBytes {
+		return fail("%s", core.OverLimit("payload", n, core.MaxPayloadBytes))
 	}
 	var action json.RawMessage
 	if head.Action != nil {
-		if n := len(*head.Action); n > 512 {
-			return fail("action is %d bytes; the limit is 512", n)
+		if n := len(*head.Action); n > core.MaxActionBytes {
+			return fail("%s", core.OverLimit("action", n, core.MaxActionBytes))
 		}
 		if *head.Action == "void" {
 			action = json.RawMessage(`{"type":"void"}`)

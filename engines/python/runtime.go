@@ -454,15 +454,15 @@ func replyFrame(ok bool, value any) []byte {
 // trigger answers a guest iii.trigger (contract §11): host-side limits,
 // the same-interpreter refusal, then the bridge (deny-list, timeouts).
 func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, deadline time.Time) []byte {
-	if len(ev) > 1<<20 {
-		return replyFrame(false, "iii request exceeded 1048576 bytes and was refused")
+	if len(ev) > core.MaxGuestRequestBytes {
+		return replyFrame(false, fmt.Sprintf("iii request exceeded %d bytes and was refused", core.MaxGuestRequestBytes))
 	}
 	var req guestRequest
 	if err := json.Unmarshal(ev, &req); err != nil {
 		return replyFrame(false, "malformed iii request: "+err.Error())
 	}
-	if n := len(req.FunctionID); n > 512 {
-		return replyFrame(false, fmt.Sprintf("function_id is %d bytes; max 512", n))
+	if n := len(req.FunctionID); n > core.MaxFunctionIDBytes {
+		return replyFrame(false, core.OverMax("function_id", n, core.MaxFunctionIDBytes))
 	}
 	var payloadText string
 	if err := json.Unmarshal(req.Payload, &payloadText); err != nil || !json.Valid([]byte(payloadText)) {
