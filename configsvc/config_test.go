@@ -215,3 +215,23 @@ func TestStoreSwapIsWholeUnderConcurrency(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestNextIsNotLiveUntilPublished: a snapshot from Next serves nobody until
+// Publish, and a Publish after someone else's fails without a change.
+func TestNextIsNotLiveUntilPublished(t *testing.T) {
+	s := NewStore(Defaults(), "test")
+	c := Defaults()
+	c.MaxResultBytes = 7
+	next := s.Next(c, "reload")
+	if s.Load().Config.MaxResultBytes == 7 {
+		t.Fatal("Next published")
+	}
+	if old, ok := s.Publish(next); !ok || old.Seq != 1 || s.Load() != next || next.Seq != 2 {
+		t.Fatalf("publish: %v %+v", ok, s.Load())
+	}
+	stale := s.Next(c, "a")
+	s.Swap(Defaults(), "b")
+	if _, ok := s.Publish(stale); ok || s.Load().Source != "b" {
+		t.Fatalf("a stale snapshot was published over a newer one: %+v", s.Load())
+	}
+}

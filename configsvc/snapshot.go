@@ -30,6 +30,24 @@ func NewStore(initial Config, source string) *Store {
 // Load returns the live snapshot.
 func (s *Store) Load() *Snapshot { return s.cur.Load() }
 
+// Next returns the snapshot cfg would become if published now, without
+// publishing it: a reload builds everything that serves it first (see
+// Publish).
+func (s *Store) Next(cfg Config, source string) *Snapshot {
+	return &Snapshot{Config: cfg, Source: source, Seq: s.cur.Load().Seq + 1, AppliedAt: time.Now()}
+}
+
+// Publish makes next, built by Next, the live snapshot and returns the one
+// it replaced. It fails (false) when another snapshot was published since
+// Next, so Seq numbers are never reused.
+func (s *Store) Publish(next *Snapshot) (old *Snapshot, ok bool) {
+	old = s.cur.Load()
+	if old.Seq+1 != next.Seq {
+		return old, false
+	}
+	return old, s.cur.CompareAndSwap(old, next)
+}
+
 // Swap publishes cfg as the live configuration and returns the snapshot it
 // replaced together with the new one. Concurrent Swaps are serialized by
 // compare-and-swap so Seq numbers are never reused.

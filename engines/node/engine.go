@@ -174,8 +174,14 @@ func (e *Engine) HostPIDs() []int {
 	return pids
 }
 
-// Reconfigure makes the pool follow the live configuration (size, heap cap).
-func (e *Engine) Reconfigure() { e.pool.Kick() }
+var _ core.Reconfigurer = (*Engine)(nil)
+
+// Reconfigure makes the pool follow the live configuration (size, heap
+// cap); it cannot fail.
+func (e *Engine) Reconfigure(*configsvc.Snapshot) error {
+	e.pool.Kick()
+	return nil
+}
 
 func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
 	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log)

@@ -237,16 +237,19 @@ func (e *Engine) Available() error {
 
 // Reconfigure makes the pool follow the live size. Before boot has finished
 // there is no pool yet (it starts with the live size).
-func (e *Engine) Reconfigure() {
+func (e *Engine) Reconfigure(*configsvc.Snapshot) error {
 	select {
 	case <-e.ready:
 	default:
-		return
+		return nil
 	}
 	if e.pool != nil {
 		e.pool.Kick()
 	}
+	return nil
 }
+
+var _ core.Reconfigurer = (*Engine)(nil)
 
 // Close stops the pool and every runtime.
 func (e *Engine) Close() {

@@ -15,7 +15,6 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node"
 	"github.com/code-runner-go/code-runner/engines/python"
-	"github.com/code-runner-go/code-runner/hooks"
 	"github.com/code-runner-go/code-runner/ui"
 )
 
@@ -35,10 +34,9 @@ type App struct {
 	// UI serves the console assets.
 	UI *ui.Store
 
-	// ConfigChanged and PreGenerate are the app's hook points.
-	ConfigChanged *hooks.Point[ConfigChange]
-	PreGenerate   *hooks.Point[*Turn]
-	applyMu       sync.Mutex
+	// components are reconfigured, in order, after the routes on a reload.
+	components []core.Reconfigurer
+	applyMu    sync.Mutex
 
 	sweeper *core.Sweeper
 }
@@ -86,8 +84,8 @@ func NewApp(o AppOptions) (*App, error) {
 	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {
 		a.Router.Handle(id, route)
 	}
-	a.installHooks()
-	a.install(core.FnInjectGuidance, nil, a.injectGuidance)
+	a.components = []core.Reconfigurer{a.Node, a.Python, a.sweeper}
+	a.install(core.FnInjectGuidance, nil, noGuidance, preGenerate()...)
 	a.UI = ui.NewStore()
 	a.install(core.FnUIContent, nil, a.uiContent)
 	return a, nil

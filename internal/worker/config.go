@@ -3,60 +3,87 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/guidance"
-	"github.com/code-runner-go/code-runner/hooks"
 )
 
-// ConfigChange is what flows through the config_changed hook point.
-type ConfigChange struct {
-	Old, New *configsvc.Snapshot
+// preGenerate is the pre_generate hook: the stage list of the
+// code-runner::inject-guidance pipeline, rebuilt with every other chain on
+// a reload. A stage either answers the turn or passes it on; the terminal,
+// noGuidance, answers "no change".
+func preGenerate() []core.Stage { return []core.Stage{guidanceStage} }
+
+// guidanceStage appends the usage guidance to the agent's system prompt
+// when the call's configuration enables it. Decoding is lenient: anything
+// undecodable is an empty prompt, which passes on.
+func guidanceStage(next core.Handler) core.Handler {
+	return func(ctx context.Context, call *core.Call) (any, error) {
+		if !call.Config.InjectGuidance {
+			return next(ctx, call)
+		}
+		var ev struct {
+			Generate struct {
+				SystemPrompt string `json:"system_prompt"`
+			} `json:"generate"`
+		}
+		_ = json.Unmarshal(call.Payload, &ev)
+		if ev.Generate.SystemPrompt == "" {
+			return next(ctx, call)
+		}
+		return guidance.Apply(ev.Generate.SystemPrompt, true), nil
+	}
 }
 
-// Turn is what flows through the pre_generate hook point.
-type Turn struct {
-	Prompt   string
-	Enabled  bool
-	Response guidance.Response
-}
+// noGuidance is the inject-guidance terminal: the turn goes on unchanged.
+func noGuidance(context.Context, *core.Call) (any, error) { return guidance.Response{}, nil }
 
-// installHooks sets up the two hook points with their stages.
-func (a *App) installHooks() {
-	a.ConfigChanged = hooks.NewPoint[ConfigChange](hooks.ConfigChanged)
-	a.ConfigChanged.Add(hooks.Stage[ConfigChange]{Name: "pipelines", Fn: func(ctx context.Context, c ConfigChange) (ConfigChange, error) {
-		a.Router.Reconfigure(c.New)
-		return c, nil
-	}})
-	a.ConfigChanged.Add(hooks.Stage[ConfigChange]{Name: "engines", Fn: func(ctx context.Context, c ConfigChange) (ConfigChange, error) {
-		a.Node.Reconfigure()
-		a.Python.Reconfigure()
-		return c, nil
-	}})
-	a.ConfigChanged.Add(hooks.Stage[ConfigChange]{Name: "sweeper", Fn: func(ctx context.Context, c ConfigChange) (ConfigChange, error) {
-		a.sweeper.Wake()
-		return c, nil
-	}})
-	a.PreGenerate = hooks.NewPoint[*Turn](hooks.PreGenerate)
-	a.PreGenerate.Add(hooks.Stage[*Turn]{Name: "guidance", Fn: func(ctx context.Context, t *Turn) (*Turn, error) {
-		t.Response = guidance.Apply(t.Prompt, t.Enabled)
-		return t, nil
-	}})
-}
-
-// ApplyConfig makes cfg live: the store swaps whole, the config_changed
-// hook point rebuilds the pipelines and adjusts the engines, and one INFO
-// line names every changed key, old → new, and what it affects.
-func (a *App) ApplyConfig(cfg configsvc.Config, source string) {
+// ApplyConfig makes cfg live in Caddy's order: every route's chain is
+// built for the new snapshot and swapped in with one pointer, then the
+// engines' live view is published, then each component is reconfigured.
+// When a component fails, all of it goes back to the previous
+// configuration (a bad edit never half-applies) and the error is returned.
+// On success one INFO line names every changed key, old → new, and what it
+// affects.
+func (a *App) ApplyConfig(cfg configsvc.Config, source string) error {
 	a.applyMu.Lock()
 	defer a.applyMu.Unlock()
-	old, cur := a.Store.Swap(cfg, source)
-	if _, err := a.ConfigChanged.Run(context.Background(), ConfigChange{Old: old, New: cur}); err != nil {
-		a.Log.Error("applying configuration", "err", err)
+	next := a.Store.Next(cfg, source)
+	a.Router.Reconfigure(next)
+	old, ok := a.Store.Publish(next)
+	if !ok {
+		a.Router.Reconfigure(old)
+		err := errors.New("another configuration was published while this one was being applied")
+		a.Log.Error("configuration not applied; the previous configuration stays live", "err", err)
+		return err
 	}
-	a.Log.Info(configsvc.Describe(source, configsvc.Diff(old.Config, cur.Config), configsvc.LiveCounts{Node: a.liveNodeRuntimes()}))
+	if err := a.reconfigure(next); err != nil {
+		back := a.Store.Next(old.Config, old.Source)
+		a.Router.Reconfigure(back)
+		a.Store.Publish(back)
+		if rerr := a.reconfigure(back); rerr != nil {
+			a.Log.Error("restoring the previous configuration", "err", rerr)
+		}
+		a.Log.Error("configuration not applied; the previous configuration stays live", "source", source, "err", err)
+		return err
+	}
+	a.Log.Info(configsvc.Describe(source, configsvc.Diff(old.Config, next.Config), configsvc.LiveCounts{Node: a.liveNodeRuntimes()}))
+	return nil
+}
+
+// reconfigure runs every component's Reconfigure in order, stopping at the
+// first error.
+func (a *App) reconfigure(snap *configsvc.Snapshot) error {
+	for _, c := range a.components {
+		if err := c.Reconfigure(snap); err != nil {
+			return fmt.Errorf("reconfigure %T: %w", c, err)
+		}
+	}
+	return nil
 }
 
 func (a *App) liveNodeRuntimes() int {
@@ -67,24 +94,6 @@ func (a *App) liveNodeRuntimes() int {
 		}
 	}
 	return n + a.Namespaces.CountLang(core.LangNode)
-}
-
-// injectGuidance is the terminal of code-runner::inject-guidance: lenient
-// decoding (anything undecodable is an empty prompt), then the pre_generate
-// hook point.
-func (a *App) injectGuidance(ctx context.Context, call *core.Call) (any, error) {
-	var ev struct {
-		Generate struct {
-			SystemPrompt string `json:"system_prompt"`
-		} `json:"generate"`
-	}
-	_ = json.Unmarshal(call.Payload, &ev)
-	t, err := a.PreGenerate.Run(ctx, &Turn{Prompt: ev.Generate.SystemPrompt, Enabled: call.Config.InjectGuidance})
-	if err != nil {
-		a.Log.Error("pre_generate hook", "err", err)
-		return guidance.Response{}, nil
-	}
-	return t.Response, nil
 }
 
 // Reloader serves code-runner::on-config-change: it ignores the payload,
@@ -107,7 +116,7 @@ func (r *Reloader) Refresh(ctx context.Context) {
 		r.App.Log.Error("configuration reload failed; the previous configuration stays live", "err", err)
 		return
 	}
-	r.App.ApplyConfig(cfg, r.Label)
+	_ = r.App.ApplyConfig(cfg, r.Label) // a refusal is logged; the previous configuration stays
 }
 
 func (r *Reloader) handle(ctx context.Context, call *core.Call) (any, error) {

@@ -148,7 +148,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 
 	var watchErr chan error
 	if source == "file" {
-		fileSrc.Apply = func(c configsvc.Config) { app.ApplyConfig(c, "config file") }
+		fileSrc.Apply = func(c configsvc.Config) { _ = app.ApplyConfig(c, "config file") } // a refusal is logged
 		watchErr = make(chan error, 1)
 		go func() { watchErr <- fileSrc.Watch(ctx) }()
 	} else {
