@@ -13,8 +13,10 @@ type Reconfigurer interface {
 
 var _ Reconfigurer = (*Sweeper)(nil)
 
-// Reconfigure wakes the sweeper: it sweeps now under the live configuration.
-func (s *Sweeper) Reconfigure(*configsvc.Snapshot) error {
+// Reconfigure moves the sweeper to snap and wakes it: it sweeps now under
+// the new idle_ttl_secs.
+func (s *Sweeper) Reconfigure(snap *configsvc.Snapshot) error {
+	s.cfg.Store(snap)
 	s.Wake()
 	return nil
 }

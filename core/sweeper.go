@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -40,22 +41,25 @@ func SweepInterval(cfg *configsvc.Config) time.Duration {
 	return time.Duration(s) * time.Second
 }
 
-// Sweeper reaps idle kept runtimes and node namespace runtimes against the
-// live idle_ttl_secs. Its interval is recomputed every tick, and Wake makes a
-// configuration change take effect at once instead of after the wait begun
-// under the old value.
+// Sweeper reaps idle kept runtimes and node namespace runtimes against
+// idle_ttl_secs. Its interval is recomputed every tick, and Reconfigure
+// (or Wake) makes a configuration change take effect at once instead of
+// after the wait begun under the old value.
 type Sweeper struct {
 	Registry   *Registry
 	Namespaces *Namespaces
-	Live       func() *configsvc.Config
 	Log        *slog.Logger
 
+	cfg  atomic.Pointer[configsvc.Snapshot]
 	wake chan struct{}
 }
 
-// NewSweeper returns a sweeper over reg and ns reading the live configuration.
-func NewSweeper(reg *Registry, ns *Namespaces, live func() *configsvc.Config, log *slog.Logger) *Sweeper {
-	return &Sweeper{Registry: reg, Namespaces: ns, Live: live, Log: log, wake: make(chan struct{}, 1)}
+// NewSweeper returns a sweeper over reg and ns on the configuration snap;
+// Reconfigure moves it on.
+func NewSweeper(reg *Registry, ns *Namespaces, snap *configsvc.Snapshot, log *slog.Logger) *Sweeper {
+	s := &Sweeper{Registry: reg, Namespaces: ns, Log: log, wake: make(chan struct{}, 1)}
+	s.cfg.Store(snap)
+	return s
 }
 
 // Wake ends the current wait: the sweeper sweeps now under the live
@@ -72,7 +76,7 @@ func (s *Sweeper) Wake() {
 // is recovered and logged, and the sweeper continues.
 func (s *Sweeper) Run(ctx context.Context) {
 	for {
-		cfg := s.Live()
+		cfg := &s.cfg.Load().Config
 		s.sweep(cfg)
 		t := time.NewTimer(SweepInterval(cfg))
 		select {

@@ -61,7 +61,7 @@ func (r *runtime) trigger(m *msg) {
 	b := r.bridge
 	r.mu.Unlock()
 	if b == nil {
-		b = core.NewPolicyBridge(r.e.opts.Transport, r.e.opts.Live())
+		b = core.NewPolicyBridge(r.e.opts.Transport, r.e.config())
 	}
 	var deadline time.Time
 	if m.DeadlineMS > 0 {
@@ -70,7 +70,7 @@ func (r *runtime) trigger(m *msg) {
 	if string(a.Action) == "null" {
 		a.Action = nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.e.opts.Live().MaxTimeoutMS)*time.Millisecond+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.e.config().MaxTimeoutMS)*time.Millisecond+time.Second)
 	defer cancel()
 	res, err := b.Trigger(ctx, core.GuestTrigger{FunctionID: a.FunctionID, Payload: a.Payload, Action: a.Action, TimeoutMS: a.TimeoutMS, Deadline: deadline})
 	if err == nil && len(res) == 0 {
@@ -388,7 +388,7 @@ func (t *typeProvider) call(ctx context.Context, kind string, b core.Binding) er
 		return errors.New("trigger_type_not_found: this runtime no longer provides " + t.typeID)
 	}
 	body, _ := jsonx.Marshal(b)
-	cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, t.r.e.opts.Live()))
+	cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, t.r.e.config()))
 	defer cancel()
 	d, err := t.r.exec(cctx, &msg{T: kind, TypeID: t.typeID, Binding: body})
 	if err != nil {

@@ -95,7 +95,7 @@ func (r *runtime) restart(ctx context.Context) error {
 	if !r.host().dead() {
 		return nil
 	}
-	cfg := r.e.opts.Live()
+	cfg := r.e.config()
 	p, err := r.e.spawn(ctx, r.heapMB, r.filesCfg != nil)
 	if err != nil {
 		return core.AsError(err, core.FnRegisterFunction)

@@ -43,8 +43,10 @@ type Options struct {
 	// Transport reaches the bus for guest calls made outside any run (a
 	// guest-registered handler invoked from the bus).
 	Transport core.Transport
-	// Live returns the live configuration.
-	Live func() *configsvc.Config
+	// Config is the configuration the engine starts on (nil: the defaults);
+	// Reconfigure moves it on. Per-call limits come from the call's own
+	// snapshot (RuntimeOptions.Config, the guest route's budget).
+	Config *configsvc.Snapshot
 	// Owners answers whether another worker on the engine serves an id a
 	// guest wants to publish or bind (nil: no engine).
 	Owners core.Owners
@@ -58,6 +60,7 @@ type Engine struct {
 
 	pool     *warmpool.Pool[*hostProc]
 	closed   atomic.Bool
+	cfg      atomic.Pointer[configsvc.Snapshot] // the engine's configuration; Reconfigure moves it
 	hostsMu  sync.Mutex
 	hosts    map[*hostProc]bool
 	cleanups inFlight // Destroy's background work: scratch removal, host recycling
@@ -75,14 +78,14 @@ func New(opts Options) (*Engine, error) {
 		}
 		opts.HostArgv = []string{exe, HostArg}
 	}
-	if opts.Live == nil {
-		d := configsvc.Defaults()
-		opts.Live = func() *configsvc.Config { return &d }
+	if opts.Config == nil {
+		opts.Config = &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
 	}
 	if opts.Registry == nil {
 		opts.Registry = core.NewRegistry(nil)
 	}
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "node"), hosts: map[*hostProc]bool{}}
+	e.cfg.Store(opts.Config)
 	e.pool = newPool(e)
 	return e, nil
 }
@@ -178,10 +181,15 @@ var _ core.Reconfigurer = (*Engine)(nil)
 
 // Reconfigure makes the pool follow the live configuration (size, heap
 // cap); it cannot fail.
-func (e *Engine) Reconfigure(*configsvc.Snapshot) error {
+func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {
+	e.cfg.Store(snap)
 	e.pool.Kick()
 	return nil
 }
+
+// config is the engine's current configuration (pool sizes, the budget of
+// work no call is waiting for).
+func (e *Engine) config() *configsvc.Config { return &e.cfg.Load().Config }
 
 func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
 	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log)
@@ -220,7 +228,7 @@ func clampHeap(memoryMB uint32, cfg *configsvc.Config) int64 {
 func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.Runtime, error) {
 	cfg := ro.Config
 	if cfg == nil {
-		cfg = e.opts.Live()
+		cfg = e.config()
 	}
 	heap := clampHeap(ro.MemoryMB, cfg)
 	filesOn := cfg.ScratchMB > 0
@@ -284,7 +292,7 @@ const hostCopySlackKB = (2 * maxFrame >> 10) * raceShadowFactor
 // bindMsg gives a host this runtime: its namespace, scratch directory,
 // off-heap cap and the budget of guest work that runs with no call.
 func (r *runtime) bindMsg() *msg {
-	return &msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.opts.Live().MaxTimeoutMS}
+	return &msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.config().MaxTimeoutMS}
 }
 
 // runtime is one node runtime: a bound isolate host.
@@ -425,7 +433,7 @@ func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
 	}()
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(time.Duration(r.e.opts.Live().MaxTimeoutMS) * time.Millisecond)
+		deadline = time.Now().Add(time.Duration(r.e.config().MaxTimeoutMS) * time.Millisecond)
 	}
 	m.BudgetMS = time.Until(deadline).Milliseconds()
 	if m.BudgetMS < 1 {
@@ -573,5 +581,5 @@ func (r *runtime) reply(call int64, value json.RawMessage, err error) {
 	}
 	// A host whose guest spins past this bound is killed by its own guard
 	// first; the bound only keeps this writer from waiting forever.
-	_ = r.host().sendBy(m, time.Now().Add(time.Duration(r.e.opts.Live().MaxTimeoutMS)*time.Millisecond+hostWriteWait))
+	_ = r.host().sendBy(m, time.Now().Add(time.Duration(r.e.config().MaxTimeoutMS)*time.Millisecond+hostWriteWait))
 }

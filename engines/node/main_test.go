@@ -48,7 +48,7 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 		bus = &core.GuestRoutes{Router: r.router, Bus: bus}
 	}
 	eng, err := New(Options{HostArgv: []string{os.Args[0]}, HostEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"},
-		Registry: r.reg, Bus: bus, Transport: transport, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet()})
+		Registry: r.reg, Bus: bus, Transport: transport, Config: &configsvc.Snapshot{Config: cfg}, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

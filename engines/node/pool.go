@@ -12,13 +12,13 @@ import (
 func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 	return warmpool.New(warmpool.Config[*hostProc]{
 		Boot: func(ctx context.Context) (*hostProc, error) {
-			cfg := e.opts.Live()
+			cfg := e.config()
 			return e.spawn(ctx, cfg.HeapMB, cfg.ScratchMB > 0)
 		},
 		Discard: func(h *hostProc) { h.kill("destroy") },
-		Want:    func() int { return int(e.opts.Live().WarmPoolNode) },
+		Want:    func() int { return int(e.config().WarmPoolNode) },
 		Usable: func(h *hostProc) bool {
-			cfg := e.opts.Live()
+			cfg := e.config()
 			return !h.dead() && h.heapMB == cfg.HeapMB && h.filesOn == (cfg.ScratchMB > 0)
 		},
 		Log: e.log,
@@ -58,7 +58,7 @@ func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool) *ho
 // fresh isolate and parked when the pool has room; otherwise it is killed.
 // loan settles a take(…, loan=true).
 func (e *Engine) give(h *hostProc, healthy, loan bool) {
-	cfg := e.opts.Live()
+	cfg := e.config()
 	if loan {
 		// Callers queued for a host wait for this one instead of spawning.
 		defer e.pool.Returning()()

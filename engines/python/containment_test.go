@@ -205,7 +205,7 @@ func TestDisposedInterpretersLeakNothing(t *testing.T) {
 		return len(entries)
 	}
 	one := func() {
-		dir, err := r.eng.newWorkDir()
+		dir, err := r.eng.newWorkDir(r.eng.config())
 		if err != nil {
 			t.Error(err)
 			return

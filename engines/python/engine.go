@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -47,8 +48,11 @@ type Options struct {
 	Registry  *core.Registry
 	Bus       core.Bus
 	Transport core.Transport
-	Live      func() *configsvc.Config
-	Log       *slog.Logger
+	// Config is the configuration the engine starts on (nil: the defaults);
+	// Reconfigure moves it on. Per-call limits come from the call's own
+	// snapshot (RuntimeOptions.Config, the guest route's budget).
+	Config *configsvc.Snapshot
+	Log    *slog.Logger
 	// CacheDir overrides the compilation cache directory (default
 	// $XDG_CACHE_HOME/code-runner or ~/.cache/code-runner); "-" disables it.
 	CacheDir string
@@ -66,6 +70,7 @@ type Engine struct {
 	stdlib fs.FS // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
 	cache  wazero.CompilationCache
 
+	cfg      atomic.Pointer[configsvc.Snapshot] // the engine's configuration; Reconfigure moves it
 	mu       sync.Mutex
 	wr       *wasmRuntime // nil until boot compiled python.wasm
 	gate     chan struct{}
@@ -95,12 +100,12 @@ func New(opts Options) *Engine {
 	if opts.Registry == nil {
 		opts.Registry = core.NewRegistry(nil)
 	}
-	if opts.Live == nil {
-		d := configsvc.Defaults()
-		opts.Live = func() *configsvc.Config { return &d }
+	if opts.Config == nil {
+		opts.Config = &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
 	}
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{},
 		gate: make(chan struct{}, maxExecuting)}
+	e.cfg.Store(opts.Config)
 	go e.boot()
 	return e
 }
@@ -237,7 +242,8 @@ func (e *Engine) Available() error {
 
 // Reconfigure makes the pool follow the live size. Before boot has finished
 // there is no pool yet (it starts with the live size).
-func (e *Engine) Reconfigure(*configsvc.Snapshot) error {
+func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {
+	e.cfg.Store(snap)
 	select {
 	case <-e.ready:
 	default:
@@ -250,6 +256,10 @@ func (e *Engine) Reconfigure(*configsvc.Snapshot) error {
 }
 
 var _ core.Reconfigurer = (*Engine)(nil)
+
+// config is the engine's current configuration (pool size, the bridge of
+// handler invocations, the budget of a replay no call waits for).
+func (e *Engine) config() *configsvc.Config { return &e.cfg.Load().Config }
 
 // Close stops the pool and every runtime.
 func (e *Engine) Close() {
@@ -301,8 +311,10 @@ func clampMem(m uint32) int64 {
 	return v
 }
 
-func (e *Engine) tempRoot() string {
-	if c := e.opts.Live(); c.ScratchRoot != nil && *c.ScratchRoot != "" {
+// tempRoot is where a runtime's /work and /out are created: the
+// configuration's scratch_root, or the system's temporary directory.
+func tempRoot(c *configsvc.Config) string {
+	if c.ScratchRoot != nil && *c.ScratchRoot != "" {
 		_ = os.MkdirAll(*c.ScratchRoot, 0o700)
 		return *c.ScratchRoot
 	}
@@ -310,8 +322,8 @@ func (e *Engine) tempRoot() string {
 }
 
 // newWorkDir creates a private, empty /work on the host.
-func (e *Engine) newWorkDir() (string, error) {
-	dir, err := os.MkdirTemp(e.tempRoot(), "iii-python-work-")
+func (e *Engine) newWorkDir(c *configsvc.Config) (string, error) {
+	dir, err := os.MkdirTemp(tempRoot(c), "iii-python-work-")
 	if err != nil {
 		return "", fmt.Errorf("create /work: %w", err)
 	}
@@ -400,7 +412,11 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		}
 	}
 	if ip == nil {
-		dir, err := e.newWorkDir()
+		cfg := ro.Config // the call's snapshot decides where its directories go
+		if cfg == nil {
+			cfg = e.config()
+		}
+		dir, err := e.newWorkDir(cfg)
 		if err != nil {
 			return nil, core.AsError(err, core.FnRun)
 		}

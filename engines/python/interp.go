@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,7 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	if err != nil {
 		return nil, err
 	}
-	outDir, err := os.MkdirTemp(e.tempRoot(), "iii-python-out-")
+	outDir, err := os.MkdirTemp(filepath.Dir(workDir), "iii-python-out-") // beside /work, under the same scratch root
 	if err != nil {
 		return nil, fmt.Errorf("create /out: %w", err)
 	}

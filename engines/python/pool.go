@@ -11,7 +11,7 @@ import (
 func newPool(e *Engine) *warmpool.Pool[*interp] {
 	return warmpool.New(warmpool.Config[*interp]{
 		Boot: func(ctx context.Context) (*interp, error) {
-			dir, err := e.newWorkDir()
+			dir, err := e.newWorkDir(e.config())
 			if err != nil {
 				return nil, err
 			}
@@ -36,7 +36,7 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 			ip.dispose()
 			e.removeWorkDir(ip.workDir)
 		},
-		Want:   func() int { return int(e.opts.Live().WarmPoolPython) },
+		Want:   func() int { return int(e.config().WarmPoolPython) },
 		Usable: func(ip *interp) bool { return !ip.dead() },
 		Log:    e.log,
 	})

@@ -47,7 +47,7 @@ func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
 	r.router = core.NewRouter(r.lb, quiet())
 	r.router.Reconfigure(&configsvc.Snapshot{Config: cfg})
 	// Guest functions are routes, as in the worker.
-	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: r.lb, Live: func() *configsvc.Config { return &r.cfg }, Log: quiet(), CacheDir: testCacheDir})
+	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: r.lb, Config: &configsvc.Snapshot{Config: cfg}, Log: quiet(), CacheDir: testCacheDir})
 	t.Cleanup(r.eng.Close)
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
@@ -58,11 +58,13 @@ func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
 	return r
 }
 
-// setDefaultTimeout changes default_timeout_ms as a reload would: the
-// engine's live view and every route's snapshot.
+// setDefaultTimeout changes default_timeout_ms as a reload would: every
+// route's snapshot, then the engine.
 func (r *rig) setDefaultTimeout(ms int64) {
 	r.cfg.DefaultTimeoutMS = ms
-	r.router.Reconfigure(&configsvc.Snapshot{Config: r.cfg})
+	snap := &configsvc.Snapshot{Config: r.cfg}
+	r.router.Reconfigure(snap)
+	_ = r.eng.Reconfigure(snap)
 }
 
 func (r *rig) call(t testing.TB, fn string, req any) (json.RawMessage, *core.Error) {
@@ -197,6 +199,33 @@ result['readonly'] = [refused, open(lib + '/os.py', 'rb').read() == before, os.p
 	want := `{"zlib":true,"bz2":true,"gzip":true,"zip":true,"sqlite":45,"decimal":"0.3","sha256":"e3b0c442","xml":"1","traceback":true,"readonly":[4,true,false]}`
 	if !res.Success || string(res.Result) != want {
 		t.Fatalf("result %s, stderr %s", res.Result, res.Stderr)
+	}
+}
+
+// TestNewRuntimeFollowsTheCallsSnapshot: a runtime is made under the
+// configuration of the call that asked for it, not the engine's own view:
+// with scratch_root changed on the routes only, a kept runtime's /work is
+// created under the call's root.
+func TestNewRuntimeFollowsTheCallsSnapshot(t *testing.T) {
+	r := newRig(t, nil)
+	root := t.TempDir()
+	c := r.cfg
+	c.ScratchRoot = &root
+	r.router.Reconfigure(&configsvc.Snapshot{Config: c}) // the engine is not told
+	res, err := r.run(t, map[string]any{"code": "open('/work/f', 'w').write('x')", "keep": true})
+	if err != nil || !res.Success {
+		t.Fatalf("%+v %v", res, err)
+	}
+	entries, _ := os.ReadDir(root)
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.SplitN(e.Name(), "-", 3)[2]) // iii-python-<work|out>-<random>
+	}
+	if got := strings.Join(names, ","); !strings.Contains(got, "work") || !strings.Contains(got, "out") {
+		t.Fatalf("the call's scratch root holds %v, want its /work and /out", entries)
+	}
+	if _, err := r.call(t, core.FnTeardown, map[string]any{"runtime_id": res.RuntimeID}); err != nil {
+		t.Fatal(err)
 	}
 }
 

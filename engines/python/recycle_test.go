@@ -168,7 +168,7 @@ func TestAFailedSnapshotCheckDisposesTheInterpreter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, wait := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond} {
-		dir, err := r.eng.newWorkDir()
+		dir, err := r.eng.newWorkDir(r.eng.config())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -186,7 +186,7 @@ func (r *pyRuntime) interpreter(ctx context.Context) (*interp, error) {
 // interpreter (contract §13.8), each under default_timeout_ms.
 func (r *pyRuntime) replay(srcs []source) {
 	for _, s := range srcs {
-		ctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, r.e.opts.Live()))
+		ctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, r.e.config()))
 		frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": s.code, "id": s.id, "namespace": r.namespace})
 		res := r.runTurnOn(ctx, r.ip, frame, nil)
 		cancel()
@@ -475,7 +475,7 @@ func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, 
 		return replyFrame(false, req.FunctionID+" is served by this same interpreter and cannot be called from inside a turn")
 	}
 	if bridge == nil {
-		bridge = core.NewPolicyBridge(r.e.opts.Transport, r.e.opts.Live())
+		bridge = core.NewPolicyBridge(r.e.opts.Transport, r.e.config())
 	}
 	var ms uint64
 	if req.TimeoutMS > 0 {

@@ -62,7 +62,6 @@ func NewApp(o AppOptions) (*App, error) {
 		o.Log = slog.Default()
 	}
 	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log}
-	live := func() *configsvc.Config { return &a.Store.Load().Config }
 	a.Router = core.NewRouter(o.Transport, o.Log)
 	a.Router.Reconfigure(a.Store.Load())
 	// Guest functions are routes too: published through the router, so a
@@ -71,16 +70,16 @@ func NewApp(o AppOptions) (*App, error) {
 	if o.Bus != nil {
 		bus = &core.GuestRoutes{Router: a.Router, Bus: o.Bus}
 	}
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: live, Log: o.Log, Owners: o.Owners})
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, Owners: o.Owners})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
 	a.Node = ne
-	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: live, Log: o.Log, CacheDir: o.PythonCacheDir})
+	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
-	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, live, o.Log)
+	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, a.Store.Load(), o.Log)
 	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {
 		a.Router.Handle(id, route)
 	}
