@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/configsvc/sources"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/guidance"
 )
@@ -102,7 +103,7 @@ func (a *App) liveNodeRuntimes() int {
 // failure the previous configuration stays live.
 type Reloader struct {
 	App    *App
-	Source *configsvc.EngineSource
+	Source *sources.EngineSource
 	Label  string
 	mu     sync.Mutex
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/configsvc/sources"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/ui"
@@ -72,9 +73,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 
 	seed := loadSeed(o, log)
 	source := o.ConfigSource
-	entryID := configsvc.EntryID(o.Env)
-	engineSrc := &configsvc.EngineSource{Caller: client, EntryID: entryID, Seed: seed, Log: log}
-	fileSrc := &configsvc.FileSource{Path: o.ConfigFile, Env: configsvc.LookupEnv(o.Env), Log: log}
+	entryID := sources.EntryID(o.Env)
+	engineSrc := &sources.EngineSource{Caller: client, EntryID: entryID, Seed: seed, Log: log}
+	fileSrc := &sources.FileSource{Path: o.ConfigFile, Env: configsvc.LookupEnv(o.Env), Log: log}
 	var cfg configsvc.Config
 	label := "configuration worker"
 	switch source {
@@ -86,7 +87,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		switch {
 		case err == nil:
 			cfg = c
-		case source == "engine-or-file" && errors.Is(err, configsvc.ErrUnavailable):
+		case source == "engine-or-file" && errors.Is(err, sources.ErrUnavailable):
 			log.Warn(fmt.Sprintf("configuration worker unavailable (%v); using local config file %s", err, o.ConfigFile))
 			source = "file"
 		case ctx.Err() != nil:

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/configsvc/sources"
 	"github.com/code-runner-go/code-runner/guidance"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
@@ -150,7 +151,7 @@ func TestFirstBootSeedsSecondBootKeepsOperatorValue(t *testing.T) {
 	if v["max_runtimes"] != float64(8) || v["scratch_mb"] != float64(64) || v["heap_mb"] != float64(128) || len(v) != 14 {
 		t.Fatalf("seeded %s", entry.Value)
 	}
-	if string(entry.Metadata) != `{"ui_form":"code-runner"}` || entry.Description != configsvc.EntryDescription || entry.Name != "code-runner" {
+	if string(entry.Metadata) != `{"ui_form":"code-runner"}` || entry.Description != sources.EntryDescription || entry.Name != "code-runner" {
 		t.Fatalf("%+v", entry)
 	}
 	var calls []string

@@ -1,4 +1,4 @@
-package configsvc
+package sources
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/iii"
 )
 
@@ -34,7 +35,7 @@ type EngineSource struct {
 	Caller  Caller
 	EntryID string
 	// Seed is laid over the defaults as the initial value (nil = defaults).
-	Seed *Config
+	Seed *configsvc.Config
 	Log  *slog.Logger
 
 	// Attempts, Timeout and Backoff default to 3, 5 s and 250 ms × attempt.
@@ -101,9 +102,9 @@ func (s *EngineSource) call(ctx context.Context, fn string, data any) (res json.
 	return nil, allTimeouts, fmt.Errorf("%s failed after %d attempts: %w", fn, s.Attempts, err)
 }
 
-func (s *EngineSource) registration(initial *Config) map[string]any {
+func (s *EngineSource) registration(initial *configsvc.Config) map[string]any {
 	p := map[string]any{"id": s.EntryID, "name": "code-runner", "description": EntryDescription,
-		"schema": json.RawMessage(Schema()), "metadata": map[string]string{"ui_form": "code-runner"}}
+		"schema": json.RawMessage(configsvc.Schema()), "metadata": map[string]string{"ui_form": "code-runner"}}
 	if initial != nil {
 		p["initial_value"] = initial.JSON()
 	}
@@ -113,9 +114,9 @@ func (s *EngineSource) registration(initial *Config) map[string]any {
 // Boot installs the entry (seeding only when nothing is stored) and returns
 // the authoritative value. An invalid stored value is an error naming every
 // problem; an absent configuration worker wraps ErrUnavailable.
-func (s *EngineSource) Boot(ctx context.Context) (Config, error) {
+func (s *EngineSource) Boot(ctx context.Context) (configsvc.Config, error) {
 	s.defaults()
-	seed := Defaults()
+	seed := configsvc.Defaults()
 	if s.Seed != nil {
 		seed = *s.Seed
 	}
@@ -125,21 +126,21 @@ func (s *EngineSource) Boot(ctx context.Context) (Config, error) {
 	case code(err) == "function_not_found":
 		s.Log.Warn("engine lacks configuration::ensure; using non-atomic legacy initialization; upgrade to >=0.24.1 for concurrent-write safety")
 		if err := s.legacyInit(ctx, &seed); err != nil {
-			return Config{}, err
+			return configsvc.Config{}, err
 		}
 	case timedOut:
-		return Config{}, fmt.Errorf("%w (%v)", ErrUnavailable, err)
+		return configsvc.Config{}, fmt.Errorf("%w (%v)", ErrUnavailable, err)
 	default:
-		return Config{}, err
+		return configsvc.Config{}, err
 	}
 	cfg, err := s.Fetch(ctx)
 	if err != nil {
-		return Config{}, err
+		return configsvc.Config{}, err
 	}
 	return cfg, nil
 }
 
-func (s *EngineSource) legacyInit(ctx context.Context, seed *Config) error {
+func (s *EngineSource) legacyInit(ctx context.Context, seed *configsvc.Config) error {
 	res, timedOut, err := s.call(ctx, "configuration::get", map[string]any{"id": s.EntryID, "raw": true})
 	stored := false
 	switch {
@@ -157,7 +158,7 @@ func (s *EngineSource) legacyInit(ctx context.Context, seed *Config) error {
 	default:
 		return err
 	}
-	var initial *Config
+	var initial *configsvc.Config
 	if !stored {
 		initial = seed
 	}
@@ -167,31 +168,31 @@ func (s *EngineSource) legacyInit(ctx context.Context, seed *Config) error {
 
 // Fetch reads and validates the current value: nothing stored (NOT_FOUND
 // or null) is the defaults.
-func (s *EngineSource) Fetch(ctx context.Context) (Config, error) {
+func (s *EngineSource) Fetch(ctx context.Context) (configsvc.Config, error) {
 	res, timedOut, err := s.call(ctx, "configuration::get", map[string]any{"id": s.EntryID})
 	if err != nil {
 		if code(err) == "NOT_FOUND" {
 			s.Log.Info("no configuration value found; using built-in defaults")
-			return Defaults(), nil
+			return configsvc.Defaults(), nil
 		}
 		if timedOut || code(err) == "function_not_found" {
-			return Config{}, fmt.Errorf("%w (%v)", ErrUnavailable, err)
+			return configsvc.Config{}, fmt.Errorf("%w (%v)", ErrUnavailable, err)
 		}
-		return Config{}, err
+		return configsvc.Config{}, err
 	}
 	var got struct {
 		Value json.RawMessage `json:"value"`
 	}
 	if err := json.Unmarshal(res, &got); err != nil {
-		return Config{}, fmt.Errorf("configuration::get answered %s: %w", res, err)
+		return configsvc.Config{}, fmt.Errorf("configuration::get answered %s: %w", res, err)
 	}
 	if len(got.Value) == 0 || string(got.Value) == "null" {
 		s.Log.Info("no configuration value found; using built-in defaults")
-		return Defaults(), nil
+		return configsvc.Defaults(), nil
 	}
-	cfg, err := FromJSON(got.Value)
+	cfg, err := configsvc.FromJSON(got.Value)
 	if err != nil {
-		return Config{}, fmt.Errorf("invalid code-runner config: %w", err)
+		return configsvc.Config{}, fmt.Errorf("invalid code-runner config: %w", err)
 	}
 	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package configsvc
+package sources
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/code-runner-go/code-runner/configsvc"
 )
 
 // FileSource watches the local configuration file (contract §17.5): fsnotify
@@ -20,24 +22,24 @@ import (
 // WARN line listing every problem, and the previous configuration stays.
 type FileSource struct {
 	Path     string
-	Env      LookupEnv
+	Env      configsvc.LookupEnv
 	Log      *slog.Logger
 	Debounce time.Duration // default 500 ms
 	// Apply receives every valid configuration read after a change.
-	Apply func(Config)
+	Apply func(configsvc.Config)
 
 	loaded []byte // the file's bytes as Load saw them (nil: missing)
 }
 
 // Load reads the file once. A missing file reports (fallback, false, nil).
-func (f *FileSource) Load(fallback Config) (Config, bool, error) {
+func (f *FileSource) Load(fallback configsvc.Config) (configsvc.Config, bool, error) {
 	f.loaded, _ = os.ReadFile(f.Path)
-	cfg, err := LoadFile(f.Path, f.Env)
+	cfg, err := configsvc.LoadFile(f.Path, f.Env)
 	if errors.Is(err, os.ErrNotExist) {
 		return fallback, false, nil
 	}
 	if err != nil {
-		return Config{}, true, fmt.Errorf("invalid config file %s: %w", f.Path, err)
+		return configsvc.Config{}, true, fmt.Errorf("invalid config file %s: %w", f.Path, err)
 	}
 	return cfg, true, nil
 }
@@ -103,13 +105,13 @@ func (f *FileSource) Watch(ctx context.Context) error {
 }
 
 func (f *FileSource) reload() {
-	cfg, err := LoadFile(f.Path, f.Env)
+	cfg, err := configsvc.LoadFile(f.Path, f.Env)
 	if errors.Is(err, os.ErrNotExist) {
 		f.Log.Info("config file removed; the current configuration stays live until it reappears", "path", f.Path)
 		return
 	}
 	if err != nil {
-		probs := Problems(err)
+		probs := configsvc.Problems(err)
 		f.Log.Warn(fmt.Sprintf("config file %s rejected (%d problem(s)): %s; the previous configuration stays live", f.Path, len(probs), strings.Join(probs, "; ")))
 		return
 	}

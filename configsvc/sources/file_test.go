@@ -1,4 +1,4 @@
-package configsvc
+package sources
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
 )
 
 // TestFileSourceCatchesAnEditBeforeTheWatchStarts: an edit that lands
@@ -18,9 +20,9 @@ func TestFileSourceCatchesAnEditBeforeTheWatchStarts(t *testing.T) {
 	if err := os.WriteFile(path, []byte("max_result_bytes: 1000\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	applied := make(chan Config, 4)
-	f := &FileSource{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Apply: func(c Config) { applied <- c }}
-	cfg, found, err := f.Load(Defaults())
+	applied := make(chan configsvc.Config, 4)
+	f := &FileSource{Path: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Apply: func(c configsvc.Config) { applied <- c }}
+	cfg, found, err := f.Load(configsvc.Defaults())
 	if err != nil || !found || cfg.MaxResultBytes != 1000 {
 		t.Fatalf("load: %+v %v %v", cfg.MaxResultBytes, found, err)
 	}
@@ -39,8 +41,8 @@ func TestFileSourceCatchesAnEditBeforeTheWatchStarts(t *testing.T) {
 		t.Fatal("the edit made before the watch started was never applied")
 	}
 	// An unchanged file at watch start applies nothing.
-	f2 := &FileSource{Path: path, Log: f.Log, Apply: func(c Config) { applied <- c }}
-	if _, _, err := f2.Load(Defaults()); err != nil {
+	f2 := &FileSource{Path: path, Log: f.Log, Apply: func(c configsvc.Config) { applied <- c }}
+	if _, _, err := f2.Load(configsvc.Defaults()); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = f2.Watch(ctx) }()
