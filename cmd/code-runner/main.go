@@ -23,6 +23,7 @@ import (
 	v8 "github.com/tommie/v8go"
 
 	"github.com/code-runner-go/code-runner/engines/node"
+	"github.com/code-runner-go/code-runner/engines/node/isolatehost"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
 	_ "github.com/code-runner-go/code-runner/internal/v8compat"
@@ -31,7 +32,7 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == node.HostArg {
 		// Hidden mode: this process is one supervised V8 isolate host.
-		os.Exit(node.ServeHost())
+		os.Exit(isolatehost.Serve())
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }

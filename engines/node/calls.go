@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	"github.com/code-runner-go/code-runner/capsfilter"
@@ -21,7 +22,7 @@ const (
 )
 
 // handleCall answers one bridge call from the host.
-func (r *runtime) handleCall(m *msg) {
+func (r *runtime) handleCall(m *hostproto.Msg) {
 	switch m.Op {
 	case "trigger":
 		r.trigger(m)
@@ -51,7 +52,7 @@ type triggerArgs struct {
 	TimeoutMS  uint64          `json:"timeout_ms"`
 }
 
-func (r *runtime) trigger(m *msg) {
+func (r *runtime) trigger(m *hostproto.Msg) {
 	var a triggerArgs
 	if err := json.Unmarshal(m.Args, &a); err != nil {
 		r.reply(m.Call, nil, fmt.Errorf("malformed iii request: %v", err))
@@ -238,7 +239,7 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 		}
 		cctx, cancel := context.WithTimeout(ctx, inv.Budget)
 		defer cancel()
-		d, err := r.exec(cctx, &msg{T: "invoke", FunctionID: id, Payload: inv.Payload})
+		d, err := r.exec(cctx, &hostproto.Msg{T: "invoke", FunctionID: id, Payload: inv.Payload})
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) && ce.Code == core.CodeEngine && !r.Alive() {
@@ -247,9 +248,9 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 			return nil, err
 		}
 		switch d.Status {
-		case statusOK:
+		case hostproto.StatusOK:
 			return d.Result, nil
-		case statusQuota:
+		case hostproto.StatusQuota:
 			return nil, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
 		case "missing":
 			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
@@ -390,11 +391,11 @@ func (t *typeProvider) call(ctx context.Context, kind string, b core.Binding) er
 	body, _ := jsonx.Marshal(b)
 	cctx, cancel := context.WithTimeout(ctx, core.RunBudget(0, t.r.e.config()))
 	defer cancel()
-	d, err := t.r.exec(cctx, &msg{T: kind, TypeID: t.typeID, Binding: body})
+	d, err := t.r.exec(cctx, &hostproto.Msg{T: kind, TypeID: t.typeID, Binding: body})
 	if err != nil {
 		return err
 	}
-	if d.Status != statusOK {
+	if d.Status != hostproto.StatusOK {
 		if d.Status == "missing" {
 			return errors.New("trigger_type_not_found: this runtime no longer provides " + t.typeID)
 		}

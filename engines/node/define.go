@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	"github.com/code-runner-go/code-runner/core"
@@ -42,19 +43,19 @@ func (r *runtime) Define(ctx context.Context, def core.Definition) error {
 		opts["response_format"] = json.RawMessage(def.ResponseFormat)
 	}
 	optsJSON, _ := jsonx.Marshal(opts)
-	d, err := r.exec(ctx, &msg{T: "define", Code: stripExport(def.Source), FunctionID: def.FunctionID, Payload: optsJSON})
+	d, err := r.exec(ctx, &hostproto.Msg{T: "define", Code: stripExport(def.Source), FunctionID: def.FunctionID, Payload: optsJSON})
 	if err != nil {
 		return err
 	}
 	switch d.Status {
-	case statusOK:
+	case hostproto.StatusOK:
 		r.remember(def)
 		return nil
 	case "parse":
 		return core.Errorf(core.CodeInvalidRequest, `handler for %s does not parse: %s. Source must define handler(payload) — write, for example, "export function handler(p) { ... }" or "const handler = (p) => { ... }".`, def.FunctionID, d.Error)
-	case "threw", statusError:
+	case "threw", hostproto.StatusError:
 		return core.Errorf(core.CodeInvalidRequest, "handler for %s threw while being defined: %s", def.FunctionID, d.Error)
-	case statusQuota:
+	case hostproto.StatusQuota:
 		return core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
 	}
 	return core.Errorf(core.CodeInvalidRequest, "%s", d.Error)

@@ -1,7 +1,7 @@
 // Package node is code-runner's JavaScript engine: V8 isolates
 // (github.com/tommie/v8go) that never run in the worker process. Each live
 // runtime owns one isolate-host process — the same binary in a hidden mode
-// (RunHost) — spoken to over its stdin/stdout with length-prefixed frames
+// (package isolatehost) — spoken to over its stdin/stdout in hostproto frames
 // and supervised from here: deadlines, the heap cap, the resident-memory
 // watchdog for off-heap memory, crashes. A host that dies for any reason
 // ends only its own runtime.
@@ -9,11 +9,14 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +26,7 @@ import (
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
 
@@ -252,7 +256,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
 		loan: loan, alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
-	var files *filesConf
+	var files *hostproto.FilesConf
 	if filesOn {
 		// The directory is only named here; the host creates it on the
 		// first write (see scratch.ensure). Creating it eagerly cost a
@@ -264,7 +268,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 			return nil, core.AsError(err, core.FnRun)
 		}
 		r.scratchDir = dir
-		files = &filesConf{Dir: dir, MaxBytes: cfg.ScratchMB << 20, MaxFiles: cfg.ScratchFiles}
+		files = &hostproto.FilesConf{Dir: dir, MaxBytes: cfg.ScratchMB << 20, MaxFiles: cfg.ScratchFiles}
 		r.filesCfg = files
 	}
 	p.mu.Lock()
@@ -287,12 +291,12 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 // guest's caps: the host's own transient copies of guest data, each bounded
 // by a frame (several times that under the race detector, whose shadow
 // memory for those copies is resident too).
-const hostCopySlackKB = (2 * maxFrame >> 10) * raceShadowFactor
+const hostCopySlackKB = (2 * hostproto.MaxFrame >> 10) * raceShadowFactor
 
 // bindMsg gives a host this runtime: its namespace, scratch directory,
 // off-heap cap and the budget of guest work that runs with no call.
-func (r *runtime) bindMsg() *msg {
-	return &msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.config().MaxTimeoutMS}
+func (r *runtime) bindMsg() *hostproto.Msg {
+	return &hostproto.Msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.config().MaxTimeoutMS}
 }
 
 // runtime is one node runtime: a bound isolate host.
@@ -304,7 +308,7 @@ type runtime struct {
 	heapMB     int64
 	externalMB int64
 	scratchDir string
-	filesCfg   *filesConf
+	filesCfg   *hostproto.FilesConf
 	loan       bool // p came from the pool on loan (a one-shot): give it back
 
 	mu         sync.Mutex
@@ -391,7 +395,7 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	r.mu.Lock()
 	r.bridge = ex.Bridge
 	r.mu.Unlock()
-	d, err := r.exec(ctx, &msg{T: "run", Code: ex.Code})
+	d, err := r.exec(ctx, &hostproto.Msg{T: "run", Code: ex.Code})
 	r.mu.Lock()
 	r.bridge = nil
 	r.mu.Unlock()
@@ -399,11 +403,11 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 		return core.Outcome{}, err
 	}
 	switch d.Status {
-	case statusOK:
+	case hostproto.StatusOK:
 		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr, Result: d.Result}, nil
-	case statusError:
+	case hostproto.StatusError:
 		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr + d.Error + "\n", ExitCode: 1}, nil
-	case statusQuota:
+	case hostproto.StatusQuota:
 		return core.Outcome{}, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
 	}
 	return core.Outcome{}, core.Errorf(core.CodeEngine, "unexpected run status %q", d.Status)
@@ -411,7 +415,7 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 
 // exec sends a task and waits for its outcome under ctx's deadline, watching
 // the host's resident memory. Kills map to errors: timeout, memory, crash.
-func (r *runtime) exec(ctx context.Context, m *msg) (*msg, error) {
+func (r *runtime) exec(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, error) {
 	if r.isNamespaceRuntime() && r.host().dead() {
 		if err := r.restart(ctx); err != nil {
 			return nil, err
@@ -494,14 +498,14 @@ func (r *runtime) markDead() {
 	r.mu.Unlock()
 }
 
-func (r *runtime) outcome(d *msg) (*msg, error) {
+func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 	switch d.Status {
-	case statusOK, statusError, statusQuota, "missing", "threw", "parse", "refused":
+	case hostproto.StatusOK, hostproto.StatusError, hostproto.StatusQuota, "missing", "threw", "parse", "refused":
 		return d, nil
-	case statusTimeout, "died:timeout":
+	case hostproto.StatusTimeout, "died:timeout":
 		r.markDead()
 		return nil, core.ErrTimeout()
-	case statusMemory, "died:memory":
+	case hostproto.StatusMemory, "died:memory":
 		r.markDead()
 		return nil, core.ErrNodeMemory()
 	}
@@ -575,11 +579,24 @@ func keys(m map[string]bool) []string {
 
 // reply answers a host's bridge call.
 func (r *runtime) reply(call int64, value json.RawMessage, err error) {
-	m := &msg{T: "reply", Call: call, OK: err == nil, Value: value}
+	m := &hostproto.Msg{T: "reply", Call: call, OK: err == nil, Value: value}
 	if err != nil {
 		m.Error = err.Error()
 	}
 	// A host whose guest spins past this bound is killed by its own guard
 	// first; the bound only keeps this writer from waiting forever.
 	_ = r.host().sendBy(m, time.Now().Add(time.Duration(r.e.config().MaxTimeoutMS)*time.Millisecond+hostWriteWait))
+}
+
+// scratchPath names a new scratch directory under root (the system temp
+// directory when root is ""): a random name, never derived from a runtime id.
+func scratchPath(root string) (string, error) {
+	if root == "" {
+		root = os.TempDir()
+	}
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("name a scratch directory: %w", err)
+	}
+	return filepath.Join(root, "iii-node-scratch-"+hex.EncodeToString(b[:])), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/node/isolatehost"
 )
 
 // TestMain doubles as the isolate host: the engine under test starts this
@@ -19,7 +20,7 @@ import (
 // with HostArg.
 func TestMain(m *testing.M) {
 	if os.Getenv("CODE_RUNNER_ISOLATE_HOST") == "1" {
-		os.Exit(ServeHost())
+		os.Exit(isolatehost.Serve())
 	}
 	os.Exit(m.Run())
 }

@@ -1,46 +1,14 @@
 package node
 
 import (
-	"fmt"
-	"os"
 	"syscall"
-
-	"github.com/code-runner-go/code-runner/internal/spinread"
 
 	"github.com/code-runner-go/code-runner/internal/procfs"
 )
-
-const syscallNoFollow = syscall.O_NOFOLLOW
 
 // rssKB reads the resident set size of pid from /proc.
 func rssKB(pid int) int64 { return procfs.RSSKB(pid) }
 
 func hostSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
-// ServeHost runs the isolate host on this process's stdin and stdout and
-// returns its exit status; cmd/code-runner calls it in the hidden host mode.
-//
-// The worker hands stdin over in blocking mode; it is switched to
-// non-blocking so the host's one goroutine can wait on it with a deadline
-// (its idle wake-up) and poll it briefly after each message (spinread).
-func ServeHost() int {
-	if err := syscall.SetNonblock(0, true); err != nil {
-		fmt.Fprintln(os.Stderr, "isolate host: stdin:", err)
-		return 5
-	}
-	in, err := spinread.New(os.NewFile(0, "stdin"), pipeSpin)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "isolate host:", err)
-		return 5
-	}
-	return RunHost(in, os.Stdout)
-}
-
-// ownedByUs reports whether info describes a file owned by this process's
-// user.
-func ownedByUs(info os.FileInfo) bool {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
 }

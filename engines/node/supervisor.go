@@ -14,18 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/spinread"
 )
-
-// pipeSpin is how long each side of the worker ⇄ host pipe polls for the
-// next frame before sleeping (see internal/spinread). It was 200 µs, tuned
-// on calls issued back to back inside the engine (kept run p50 0.06 ms;
-// 0.23 ms at 50 µs). Calls come over the bus, though, 0.1–1 ms apart, so a
-// long poll never catches the next one and only takes CPU from the bus
-// path: a kept node run over the bus measured p50 0.42–0.59 ms at 200 µs,
-// 0.37–0.50 at 100 and 0.33–0.45 at 50 in the same session; 8-caller
-// one-shot throughput did not change.
-const pipeSpin = 50 * time.Microsecond
 
 // hostProc is one supervised isolate-host process.
 type hostProc struct {
@@ -39,13 +30,13 @@ type hostProc struct {
 
 	wsem  chan struct{} // one writer at a time, acquired under a deadline
 	stdin *os.File      // write end of the host's stdin (non-blocking: writes take deadlines)
-	w     *frameWriter
+	w     *hostproto.FrameWriter
 
 	mu       sync.Mutex
-	waiters  map[int64]chan *msg
+	waiters  map[int64]chan *hostproto.Msg
 	killedAs string // "timeout", "memory", "destroy" when we killed it
 	deathAs  string // why it died: "memory" or "engine"
-	onCall   func(*msg)
+	onCall   func(*hostproto.Msg)
 	onLog    func(level, text string)
 	onExit   func()
 
@@ -92,7 +83,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 		return nil, fmt.Errorf("host pipe: %w", err)
 	}
 	cmd.Stdout = pw
-	stdout, err := spinread.New(pr, pipeSpin)
+	stdout, err := spinread.New(pr, hostproto.PipeSpin)
 	if err != nil {
 		pr.Close()
 		pw.Close()
@@ -100,8 +91,8 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 		inW.Close()
 		return nil, err
 	}
-	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, wsem: make(chan struct{}, 1), stdin: inW, w: &frameWriter{w: inW},
-		waiters: map[int64]chan *msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
+	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, wsem: make(chan struct{}, 1), stdin: inW, w: &hostproto.FrameWriter{W: inW},
+		waiters: map[int64]chan *hostproto.Msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
 	cmd.Stderr = &p.stderr
 	err = cmd.Start()
 	// The child holds its own copies of its pipe ends.
@@ -113,10 +104,10 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 		return nil, fmt.Errorf("start isolate host: %w", err)
 	}
 	p.pid = cmd.Process.Pid
-	ready := make(chan *msg, 1)
+	ready := make(chan *hostproto.Msg, 1)
 	p.stdout = pr
-	go p.readLoop(newFrameReader(stdout), ready)
-	if err := p.send(&msg{T: "init", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
+	go p.readLoop(hostproto.NewFrameReader(stdout), ready)
+	if err := p.send(&hostproto.Msg{T: "init", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
 		p.kill("destroy")
 		return nil, err
 	}
@@ -141,7 +132,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 // idle, or answers within its own deadline).
 const hostWriteWait = 5 * time.Second
 
-func (p *hostProc) send(m *msg) error {
+func (p *hostProc) send(m *hostproto.Msg) error {
 	return p.sendBy(m, time.Now().Add(hostWriteWait))
 }
 
@@ -150,7 +141,7 @@ func (p *hostProc) send(m *msg) error {
 // code spinning) would otherwise block the writer, and everyone queued
 // behind it, for as long as it spins. A write that times out may have left
 // half a frame in the pipe, so the host is killed.
-func (p *hostProc) sendBy(m *msg, deadline time.Time) error {
+func (p *hostProc) sendBy(m *hostproto.Msg, deadline time.Time) error {
 	wait := time.NewTimer(time.Until(deadline))
 	defer wait.Stop()
 	select {
@@ -162,7 +153,7 @@ func (p *hostProc) sendBy(m *msg, deadline time.Time) error {
 	}
 	defer func() { <-p.wsem }()
 	_ = p.stdin.SetWriteDeadline(deadline)
-	err := p.w.write(m)
+	err := p.w.Write(m)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		p.kill("timeout")
 		return errWriteTimeout
@@ -173,10 +164,10 @@ func (p *hostProc) sendBy(m *msg, deadline time.Time) error {
 // errWriteTimeout is a write to a host that did not read in time.
 var errWriteTimeout = errors.New("isolate host did not read its input in time")
 
-func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
+func (p *hostProc) readLoop(fr *hostproto.FrameReader, ready chan *hostproto.Msg) {
 	booted := false
 	for {
-		m, err := fr.read()
+		m, err := fr.Read()
 		if err != nil {
 			break
 		}
@@ -210,7 +201,7 @@ func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 			if h != nil {
 				go h(m)
 			} else {
-				_ = p.send(&msg{T: "reply", Call: m.Call, Error: "this runtime is not bound yet"})
+				_ = p.send(&hostproto.Msg{T: "reply", Call: m.Call, Error: "this runtime is not bound yet"})
 			}
 		case "log":
 			p.mu.Lock()
@@ -231,11 +222,11 @@ func (p *hostProc) readLoop(fr *frameReader, ready chan *msg) {
 	p.mu.Lock()
 	p.deathAs = reason
 	waiters := p.waiters
-	p.waiters = map[int64]chan *msg{}
+	p.waiters = map[int64]chan *hostproto.Msg{}
 	onExit := p.onExit
 	p.mu.Unlock()
 	for id, ch := range waiters {
-		ch <- &msg{T: "done", Task: id, Status: "died:" + reason}
+		ch <- &hostproto.Msg{T: "done", Task: id, Status: "died:" + reason}
 	}
 	close(p.exited)
 	if onExit != nil {
@@ -291,8 +282,8 @@ func (p *hostProc) dead() bool {
 
 // start sends a task message, giving up at deadline, and returns the
 // channel its done arrives on.
-func (p *hostProc) start(m *msg, deadline time.Time) (chan *msg, error) {
-	ch := make(chan *msg, 1)
+func (p *hostProc) start(m *hostproto.Msg, deadline time.Time) (chan *hostproto.Msg, error) {
+	ch := make(chan *hostproto.Msg, 1)
 	p.mu.Lock()
 	if p.deathAs != "" {
 		p.mu.Unlock()
@@ -317,7 +308,7 @@ func (p *hostProc) recycle(heapMB int64, filesOn bool) bool {
 	p.mu.Lock()
 	p.onCall, p.onLog, p.onExit = nil, nil, nil
 	p.mu.Unlock()
-	if err := p.send(&msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
+	if err := p.send(&hostproto.Msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
 		return false
 	}
 	select {

@@ -1,4 +1,4 @@
-package node
+package hostproto
 
 import (
 	"encoding/binary"
@@ -24,18 +24,18 @@ func TestFrameReaderSurvivesDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := newFrameReader(in)
-	frame := func(m *msg) []byte {
+	fr := NewFrameReader(in)
+	frame := func(m *Msg) []byte {
 		b, _ := json.Marshal(m)
 		out := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
 		return append(out, b...)
 	}
-	big := &msg{T: "run", Task: 7, Code: strings.Repeat("x", 200_000)} // bigger than the initial buffer and a pipe
-	whole := append(frame(&msg{T: "bind", Namespace: "ns::"}), frame(big)...)
+	big := &Msg{T: "run", Task: 7, Code: strings.Repeat("x", 200_000)} // bigger than the initial buffer and a pipe
+	whole := append(frame(&Msg{T: "bind", Namespace: "ns::"}), frame(big)...)
 	cut := len(whole) - 100_000
 
 	go func() { w.Write(whole[:cut]) }()
-	m, err := fr.read()
+	m, err := fr.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,20 +43,20 @@ func TestFrameReaderSurvivesDeadlines(t *testing.T) {
 		t.Fatalf("first frame: %+v", m)
 	}
 	in.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
-	if _, err := fr.read(); !os.IsTimeout(err) {
+	if _, err := fr.Read(); !os.IsTimeout(err) {
 		t.Fatalf("want a timeout with half a frame buffered, got %v", err)
 	}
 	in.SetReadDeadline(time.Time{})
 	go func() { w.Write(whole[cut:]) }()
-	if m, err = fr.read(); err != nil {
+	if m, err = fr.Read(); err != nil {
 		t.Fatal(err)
 	}
 	if m.T != "run" || m.Task != 7 || m.Code != big.Code {
 		t.Fatalf("second frame after the deadline: task %d, %d code bytes", m.Task, len(m.Code))
 	}
 	// A length prefix past the limit is refused, not allocated.
-	go func() { w.Write(binary.BigEndian.AppendUint32(nil, maxFrame+1)) }()
-	if _, err := fr.read(); err == nil || !strings.Contains(err.Error(), "exceeds") {
+	go func() { w.Write(binary.BigEndian.AppendUint32(nil, MaxFrame+1)) }()
+	if _, err := fr.Read(); err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Fatalf("oversized frame: %v", err)
 	}
 }

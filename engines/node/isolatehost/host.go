@@ -1,4 +1,4 @@
-package node
+package isolatehost
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	_ "embed"
@@ -59,9 +60,9 @@ func RunHost(in HostInput, out io.Writer) int {
 		return 5
 	}
 	h := &host{
-		out:   &frameWriter{w: out},
+		out:   &hostproto.FrameWriter{W: out},
 		in:    in,
-		fr:    newFrameReader(in),
+		fr:    hostproto.NewFrameReader(in),
 		tasks: map[int64]*hostTask{},
 		calls: map[int64]bool{},
 		mem:   newSelfMemory(),
@@ -92,12 +93,12 @@ type hostTask struct {
 
 type host struct {
 	outMu sync.Mutex
-	out   *frameWriter
+	out   *hostproto.FrameWriter
 
 	in       HostInput
-	fr       *frameReader
-	backlog  []*msg // frames read while waiting for a sync reply, in order
-	inErr    error  // the input ended (EOF or broken); set once
+	fr       *hostproto.FrameReader
+	backlog  []*hostproto.Msg // frames read while waiting for a sync reply, in order
+	inErr    error            // the input ended (EOF or broken); set once
 	nextCall int64
 	calls    map[int64]bool // async iii.trigger calls awaiting a reply
 
@@ -137,14 +138,14 @@ type host struct {
 
 // Frame budgets: what may cross to the parent inside one frame.
 const (
-	frameBudget     = maxFrame / 2 // a result that must pass whole (handler results are not capped)
-	errorTextBudget = maxFrame / 8 // error text (JSON escaping may grow it up to 6x)
+	frameBudget     = hostproto.MaxFrame / 2 // a result that must pass whole (handler results are not capped)
+	errorTextBudget = hostproto.MaxFrame / 8 // error text (JSON escaping may grow it up to 6x)
 )
 
-func (h *host) send(m *msg) {
+func (h *host) send(m *hostproto.Msg) {
 	h.outMu.Lock()
 	defer h.outMu.Unlock()
-	if err := h.out.write(m); err != nil {
+	if err := h.out.Write(m); err != nil {
 		os.Exit(3) // the worker is gone
 	}
 }
@@ -152,7 +153,7 @@ func (h *host) send(m *msg) {
 // readUntil reads the next frame, giving up at deadline (zero: never) with
 // an error for which os.IsTimeout is true. A frame cut by the deadline is
 // kept and completed by the next read.
-func (h *host) readUntil(deadline time.Time) (*msg, error) {
+func (h *host) readUntil(deadline time.Time) (*hostproto.Msg, error) {
 	if h.inErr != nil {
 		return nil, h.inErr
 	}
@@ -160,7 +161,7 @@ func (h *host) readUntil(deadline time.Time) (*msg, error) {
 		h.inErr = err
 		return nil, err
 	}
-	m, err := h.fr.read()
+	m, err := h.fr.Read()
 	if err != nil && !os.IsTimeout(err) {
 		h.inErr = err
 	}
@@ -169,7 +170,7 @@ func (h *host) readUntil(deadline time.Time) (*msg, error) {
 
 // next returns the next message to handle: the backlog first, else the
 // pipe, waking at the earliest task deadline (a timeout error then).
-func (h *host) next() (*msg, error) {
+func (h *host) next() (*hostproto.Msg, error) {
 	if len(h.backlog) > 0 {
 		m := h.backlog[0]
 		h.backlog = h.backlog[1:]
@@ -215,21 +216,21 @@ func (h *host) loop() int {
 // running (a promise that never settles). It reports whether the host must exit.
 func (h *host) expireIdle() bool {
 	if tk := h.earliest(); tk != nil && !tk.deadline.After(time.Now()) {
-		h.die(statusTimeout, tk.id)
+		h.die(hostproto.StatusTimeout, tk.id)
 		return true
 	}
 	return false
 }
 
 // die reports the isolate's death: culprit gets status, every other active
-// task statusDead.
+// task hostproto.StatusDead.
 func (h *host) die(status string, culprit int64) {
 	for id := range h.tasks {
-		st := statusDead
+		st := hostproto.StatusDead
 		if id == culprit || culprit == 0 {
 			st = status
 		}
-		m := &msg{T: "done", Task: id, Status: st}
+		m := &hostproto.Msg{T: "done", Task: id, Status: st}
 		if id == h.runTask {
 			m.Stdout, m.Stderr = h.stdout.String(), h.stderr.String()
 		}
@@ -238,17 +239,17 @@ func (h *host) die(status string, culprit int64) {
 	h.tasks = map[int64]*hostTask{}
 }
 
-func (h *host) handle(m *msg) (int, bool) {
+func (h *host) handle(m *hostproto.Msg) (int, bool) {
 	switch m.T {
 	case "init":
 		if err := h.init(m.HeapMB, m.FilesOn); err != nil {
-			h.send(&msg{T: "fatal", Error: err.Error()})
+			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
-		h.send(&msg{T: "ready", RSSKB: selfRSSKB()})
+		h.send(&hostproto.Msg{T: "ready", RSSKB: selfRSSKB()})
 	case "bind":
 		if err := h.bind(m.Namespace, m.Files); err != nil {
-			h.send(&msg{T: "fatal", Error: err.Error()})
+			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
 		h.memLimitKB.Store(h.guestBaseKB + int64(h.heapLimit>>10) + m.ExternalMB<<10)
@@ -312,10 +313,10 @@ func (h *host) handle(m *msg) (int, bool) {
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
 		if err := h.init(m.HeapMB, m.FilesOn); err != nil {
-			h.send(&msg{T: "fatal", Error: err.Error()})
+			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
-		h.send(&msg{T: "ready", RSSKB: selfRSSKB()})
+		h.send(&hostproto.Msg{T: "ready", RSSKB: selfRSSKB()})
 	case "exit":
 		return 0, true
 	}
@@ -329,7 +330,7 @@ func orNull(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-func (h *host) startTask(m *msg, kind string) {
+func (h *host) startTask(m *hostproto.Msg, kind string) {
 	budget := time.Duration(m.BudgetMS) * time.Millisecond
 	h.lastBudget = budget
 	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(budget)}
@@ -384,7 +385,7 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 
 // bind gives a booted host its runtime: the namespace and the scratch
 // directory, both chosen at hand-out.
-func (h *host) bind(namespace string, fc *filesConf) error {
+func (h *host) bind(namespace string, fc *hostproto.FilesConf) error {
 	h.namespace = namespace
 	if fc != nil {
 		h.files = &scratch{dir: fc.Dir, maxBytes: fc.MaxBytes, maxFiles: fc.MaxFiles}
@@ -456,35 +457,35 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 	// reported (a big result's frame can take a while) unguarded.
 	if err != nil && task != 0 && !isTermination(err) {
 		if _, ok := h.tasks[task]; ok {
-			h.finish(task, statusError, jsErrorText(err), nil)
+			h.finish(task, hostproto.StatusError, jsErrorText(err), nil)
 		}
 	}
 	switch {
 	case fired == firedDeadline && earliest != nil:
 		h.releaseValues()
-		h.die(statusTimeout, earliest.id)
+		h.die(hostproto.StatusTimeout, earliest.id)
 		return 0, true
 	case fired == firedDeadline:
 		h.releaseValues()
-		h.send(&msg{T: "warn", Text: "guest code running after its call had ended passed its deadline; the runtime was destroyed"})
-		h.die(statusTimeout, 0)
+		h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its deadline; the runtime was destroyed"})
+		h.die(hostproto.StatusTimeout, 0)
 		return 0, true
 	case fired == firedMemory, h.memoryOver():
 		h.releaseValues()
 		if earliest == nil {
-			h.send(&msg{T: "warn", Text: "guest code running after its call had ended passed its memory cap; the runtime was destroyed"})
+			h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its memory cap; the runtime was destroyed"})
 		}
-		h.die(statusMemory, 0)
+		h.die(hostproto.StatusMemory, 0)
 		return 0, true
 	}
 	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) || isTermination(cerr) {
 		h.releaseValues()
-		h.die(statusMemory, 0)
+		h.die(hostproto.StatusMemory, 0)
 		return 0, true
 	}
 	for _, r := range recs {
-		if r.status == statusOK {
-			h.finish(r.task, statusOK, "", json.RawMessage(r.text))
+		if r.status == hostproto.StatusOK {
+			h.finish(r.task, hostproto.StatusOK, "", json.RawMessage(r.text))
 		} else {
 			h.finish(r.task, r.status, r.text, nil)
 		}
@@ -571,7 +572,7 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 	if len(text) > errorTextBudget {
 		text = capsfilter.StreamCap(text, capsfilter.Stderr, errorTextBudget)
 	}
-	m := &msg{T: "done", Task: task, Status: status, Error: text, Result: result}
+	m := &hostproto.Msg{T: "done", Task: task, Status: status, Error: text, Result: result}
 	if task == h.runTask {
 		if h.truncated {
 			h.stderr.WriteString(consoleNote + "\n")
@@ -644,7 +645,7 @@ func (h *host) console(arg string) {
 			return
 		}
 		h.detached += len(text)
-		h.send(&msg{T: "log", Level: level, Text: text})
+		h.send(&hostproto.Msg{T: "log", Level: level, Text: text})
 		return
 	}
 	if h.truncated {
@@ -740,7 +741,7 @@ func (h *host) trigger(arg string) nativeResult {
 	if d := h.currentDeadline(); !d.IsZero() {
 		dl = d.UnixMilli()
 	}
-	h.send(&msg{T: "call", Call: id, Op: "trigger", Args: args, DeadlineMS: dl})
+	h.send(&hostproto.Msg{T: "call", Call: id, Op: "trigger", Args: args, DeadlineMS: dl})
 	return nativeResult{V: id}
 }
 
@@ -749,7 +750,7 @@ func (h *host) trigger(arg string) nativeResult {
 func (h *host) syncCall(op, arg string) nativeResult {
 	h.nextCall++
 	id := h.nextCall
-	h.send(&msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg))})
+	h.send(&hostproto.Msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg))})
 	// Wait here, inside the native callback, reading the pipe ourselves;
 	// everything else that arrives meanwhile is handled afterwards, in order.
 	deadline := time.Now().Add(10 * time.Second)
@@ -785,7 +786,7 @@ func orEmptyObject(s string) string {
 
 // define compiles a register_function source as a factory and lets the
 // prelude call it and register the handler (contract §13.5).
-func (h *host) define(m *msg) (int, bool) {
+func (h *host) define(m *hostproto.Msg) (int, bool) {
 	return h.enter(func() error {
 		src := m.Code
 		v, err := h.ctx.RunScript("(function (handler) {"+src+"\n;return handler;\n})", "source.js")

@@ -1,4 +1,4 @@
-package node
+package isolatehost
 
 import (
 	"sync/atomic"

@@ -1,8 +1,6 @@
-package node
+package isolatehost
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 )
 
 // scratch is a runtime's flat iii.files directory with its quota
@@ -167,7 +167,7 @@ func (h *host) writeFile(name string, data []byte) nativeResult {
 	s := h.files
 	if err := s.ensure(); err != nil {
 		// The path and the cause are the operator's business, not the guest's.
-		h.send(&msg{T: "warn", Text: "iii.files: could not create a scratch directory (check scratch_root): " + err.Error()})
+		h.send(&hostproto.Msg{T: "warn", Text: "iii.files: could not create a scratch directory (check scratch_root): " + err.Error()})
 		return fail("could not create this runtime's scratch directory; the operator should check scratch_root")
 	}
 	return s.write(name, data)
@@ -255,19 +255,6 @@ func binaryStringToBytes(s string) []byte {
 		out = append(out, byte(r))
 	}
 	return out
-}
-
-// scratchPath names a new scratch directory under root (the system temp
-// directory when root is ""): a random name, never derived from a runtime id.
-func scratchPath(root string) (string, error) {
-	if root == "" {
-		root = os.TempDir()
-	}
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("name a scratch directory: %w", err)
-	}
-	return filepath.Join(root, "iii-node-scratch-"+hex.EncodeToString(b[:])), nil
 }
 
 // ensure creates the scratch directory (and scratch_root when missing) on

@@ -1,0 +1,43 @@
+package isolatehost
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	"github.com/code-runner-go/code-runner/internal/procfs"
+	"github.com/code-runner-go/code-runner/internal/spinread"
+)
+
+const syscallNoFollow = syscall.O_NOFOLLOW
+
+// rssKB reads the resident set size of pid from /proc.
+func rssKB(pid int) int64 { return procfs.RSSKB(pid) }
+
+// Serve runs the isolate host on this process's stdin and stdout and
+// returns its exit status; cmd/code-runner calls it in the hidden host
+// mode, and tests call it from TestMain.
+//
+// The worker hands stdin over in blocking mode; it is switched to
+// non-blocking so the host's one goroutine can wait on it with a deadline
+// (its idle wake-up) and poll it briefly after each message (spinread).
+func Serve() int {
+	if err := syscall.SetNonblock(0, true); err != nil {
+		fmt.Fprintln(os.Stderr, "isolate host: stdin:", err)
+		return 5
+	}
+	in, err := spinread.New(os.NewFile(0, "stdin"), hostproto.PipeSpin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "isolate host:", err)
+		return 5
+	}
+	return RunHost(in, os.Stdout)
+}
+
+// ownedByUs reports whether info describes a file owned by this process's
+// user.
+func ownedByUs(info os.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
