@@ -99,7 +99,7 @@ e2e: build e2e/node_modules/.stamp
 ## /usr/bin/python3 -c, a raw WebSocket).
 bench: go-deps wasm bench/peers/node_modules/.stamp
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
-	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./internal/worker/ ./iii/ ./internal/spinread/
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./worker/ ./iii/ ./internal/spinread/
 
 ## soak: the bounded soak (about 5 minutes here; build tag soak, not part of
 ## `make test`): 10,000 node and 10,000 python one-shots, 1,000 kept-runtime
@@ -109,7 +109,7 @@ bench: go-deps wasm bench/peers/node_modules/.stamp
 ## start, middle and end, and fails on any wrong answer or on growth of more
 ## than 10 % from the middle to the end.
 soak: go-deps wasm
-	$(GO) test -tags soak -run '^TestSoak$$' -v -count=1 -timeout 15m ./internal/worker/
+	$(GO) test -tags soak -run '^TestSoak$$' -v -count=1 -timeout 15m ./worker/
 
 clean:
 	rm -rf bin e2e/node_modules ui/node_modules bench/peers/node_modules ui/browser/out $(WASM_DST) $(WASM_DIR)/stdlib.zip $(WASM_DIR)/SHA256SUMS

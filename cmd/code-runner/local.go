@@ -17,7 +17,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
-	"github.com/code-runner-go/code-runner/internal/worker"
+	"github.com/code-runner-go/code-runner/worker"
 )
 
 // runLocal is `code-runner run`: one run in-process with no engine, through

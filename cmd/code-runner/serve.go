@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
-	"github.com/code-runner-go/code-runner/internal/worker"
+	"github.com/code-runner-go/code-runner/worker"
 )
 
 // workerName is III_WORKER_NAME when set, else code-runner.
