@@ -117,16 +117,6 @@ func schemaProperties() []schemaProperty {
 	return out
 }
 
-// Description returns the schema description of key, or "" for an unknown key.
-func Description(key string) string {
-	for _, p := range schemaProperties() {
-		if p.name == key {
-			return p.desc
-		}
-	}
-	return ""
-}
-
 // Get returns the value of key in c as a JSON-compatible Go value, or false
 // for an unknown key.
 func (c Config) Get(key string) (any, bool) {

@@ -45,15 +45,6 @@ var schemaFiles = map[string]string{
 
 var internal = map[string]bool{core.FnInjectGuidance: true, core.FnUIContent: true, core.FnOnConfigChange: true}
 
-// Defs returns the six definitions in registration order (contract §2).
-func Defs() []Def {
-	out := make([]Def, 0, len(core.WorkerFunctionIDs))
-	for _, id := range core.WorkerFunctionIDs {
-		out = append(out, DefOf(id))
-	}
-	return out
-}
-
 // DefOf returns the definition of one of the six ids; it panics for any
 // other id (a programming error).
 func DefOf(id string) Def {

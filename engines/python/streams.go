@@ -56,11 +56,6 @@ func (c *capture) text() (string, bool) {
 	return s, truncated
 }
 
-func (c *capture) reset() {
-	c.buf.Reset()
-	c.dropped = 0
-}
-
 // stdoutScanner is the interpreter's stdout: tenant output goes to the
 // turn's capture; lines behind the sentinel marker are events for the host.
 // A marker split across writes is still found (the tail that could begin a
