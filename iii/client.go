@@ -22,7 +22,7 @@ import (
 )
 
 // Options configure a Client. Zero values take the defaults of the wire
-// reference (iii-wire.md §3, §4, §12).
+// protocol (docs/behaviour.md#wire-keepalive-and-reconnect).
 type Options struct {
 	URL         string            // engine WebSocket URL, e.g. ws://127.0.0.1:49134
 	Headers     map[string]string // optional HTTP headers on the upgrade
@@ -41,7 +41,7 @@ type Options struct {
 	BackoffJitter  float64       // default 0.3
 
 	// OnRejected is called for a WORKER_NAMESPACE_CONFLICT rejection, which
-	// is fatal for the worker (iii-wire.md §10).
+	// is fatal for the worker (docs/behaviour.md#wire-namespace-rejection).
 	OnRejected func(code, detail string)
 	// OnDialFailed, when set, is called after each failed connection
 	// attempt, before the client logs it: failures counts the consecutive

@@ -190,7 +190,7 @@ func TestEnqueueWithInMemoryQueue(t *testing.T) {
 }
 
 // TestReconnectReattachesAndReplaysInOrder drops the worker's socket the way
-// an engine crash would and checks the replay order of iii-wire.md §2.2.
+// an engine crash would and checks the replay order of docs/behaviour.md#wire-replay-order.
 func TestReconnectReattachesAndReplaysInOrder(t *testing.T) {
 	e := newEngine(t)
 	w := newClient(t, e.URL(), "w", nil)

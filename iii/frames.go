@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Message types of the engine protocol (iii-wire.md §6).
+// Message types of the engine protocol (docs/behaviour.md#wire-messages).
 const (
 	TypeRegisterFunction          = "registerfunction"
 	TypeUnregisterFunction        = "unregisterfunction"

@@ -30,7 +30,7 @@ type Caller interface {
 }
 
 // EngineSource reads configuration from the configuration worker
-// (contract §17.4, iii-integration.md §1).
+// (docs/behaviour.md#configuration-worker).
 type EngineSource struct {
 	Caller  Caller
 	EntryID string

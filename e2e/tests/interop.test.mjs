@@ -1,5 +1,5 @@
 // Interop: a real iii-sdk@0.22.1 worker and the Go iii client talk through
-// the repo's test engine (iii-wire.md §13.8).
+// the repo's test engine (docs/behaviour.md#test-engine-interop).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startEngine, worker, until, expectError } from './lib.mjs'

@@ -1,11 +1,11 @@
 // Package iiitest is an in-process iii engine for tests, faithful to the
-// wire reference (iii-wire.md §13): real npm iii-sdk workers, code-runner and
+// wire (docs/behaviour.md#test-engine): real npm iii-sdk workers, code-runner and
 // Go test code connect to it over WebSocket, register functions, call each
 // other, and bind trigger types. It also carries the fakes code-runner's
 // tests need — the configuration worker, the harness pre-generate hook and
-// the console's asset provider — with the semantics of iii-integration.md.
+// the console's asset provider — with the semantics of docs/behaviour.md#integrations.
 //
-// Decisions (§13.7): 0.22 semantics — duplicate function ids overwrite (last
+// Decisions (docs/behaviour.md#test-engine): 0.22 semantics — duplicate function ids overwrite (last
 // writer wins), namespaces are ignored, an invokefunction without `data` is
 // dropped and logged loudly; enqueue is configurable (Options.Enqueue).
 // Production code must not import this package.
@@ -479,7 +479,7 @@ func (c *econn) reattach(f *iii.Frame) {
 	}
 }
 
-// cleanup runs §8.5 exactly once for a closed connection.
+// cleanup runs once for a closed connection (docs/behaviour.md#test-engine).
 func (c *econn) cleanup() {
 	c.cleanupOnce.Do(func() {
 		e := c.e

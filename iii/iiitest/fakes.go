@@ -18,7 +18,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// Configuration worker (iii-integration.md §1)
+// Configuration worker (docs/behaviour.md#configuration-worker)
 
 // ConfigEntry is one stored configuration entry.
 type ConfigEntry struct {
@@ -461,7 +461,7 @@ func expandJSON(v json.RawMessage, env func(string) (string, bool)) (json.RawMes
 }
 
 // ---------------------------------------------------------------------------
-// Harness pre-generate hook (iii-integration.md §2)
+// Harness pre-generate hook (docs/behaviour.md#harness-pre-generate-hook)
 
 // HookBinding is a recorded harness::hook::pre-generate binding.
 type HookBinding struct {
@@ -553,7 +553,7 @@ func (h *HarnessFake) FireHook(ctx context.Context, prompt string) ([]HookResult
 }
 
 // ---------------------------------------------------------------------------
-// Console asset provider (iii-integration.md §3)
+// Console asset provider (docs/behaviour.md#console-assets)
 
 // Asset is a console asset fetched through a content function.
 type Asset struct {
