@@ -9,7 +9,7 @@ import (
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
-// ResultCap applies the result cap of contract §7.1 to a completion value
+// ResultCap applies the result cap (docs/behaviour.md#output-result-cap) to a completion value
 // given as its JSON text. A cap of 0 disables it. The value is measured as
 // compact JSON with raw UTF-8 and no HTML escaping; when that is at most cap
 // bytes the original text is returned unchanged (key order and number
@@ -80,7 +80,7 @@ const (
 	Stderr = "stderr"
 )
 
-// StreamCap applies the stream cap of contract §7.2 to one captured stream.
+// StreamCap applies the stream cap (docs/behaviour.md#output-stream-cap) to one captured stream.
 // kind is Stdout or Stderr. A cap of 0, or a stream no longer than the cap,
 // is returned unchanged. Otherwise the result is the head (60 % of what the
 // marker leaves), the marker, and the tail (40 %), cut on UTF-8 character

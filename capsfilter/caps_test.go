@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// hundredThousand builds the JSON of [0, 1, …, 99999], the §7.1 example.
+// hundredThousand builds the JSON of [0, 1, …, 99999], the example of docs/behaviour.md#output-result-cap.
 func hundredThousand() json.RawMessage {
 	var b strings.Builder
 	b.WriteByte('[')
@@ -134,7 +134,7 @@ func TestStreamCapEdges(t *testing.T) {
 	})
 }
 
-// FuzzStreamCap checks the §7.2 invariants for arbitrary UTF-8 input.
+// FuzzStreamCap checks the stream-cap invariants (docs/behaviour.md#output-stream-cap) for arbitrary UTF-8 input.
 func FuzzStreamCap(f *testing.F) {
 	f.Add("hello world", 5)
 	f.Add(strings.Repeat("x", 40001), 16384)

@@ -8,7 +8,7 @@ import (
 )
 
 // deniedExact and deniedPrefixes are the operator-only function ids of
-// contract §12.1. Matching is a plain string comparison / prefix test.
+// docs/behaviour.md#bridge-deny-list. Matching is a plain string comparison / prefix test.
 var (
 	deniedExact    = []string{"state::claim-namespace"}
 	deniedPrefixes = []string{
@@ -17,7 +17,7 @@ var (
 		"provider::openai-codex::auth::",
 		"provider-openai-codex::state::",
 	}
-	// triggerControls may never be a binding's target (§12.2).
+	// triggerControls may never be a binding's target (docs/behaviour.md#bridge-trigger-targets).
 	triggerControls = []string{"engine::register_trigger", "engine::unregister_trigger"}
 )
 
@@ -26,7 +26,7 @@ var (
 var ErrDenied = errors.New("refused by the code-runner bridge policy")
 
 // Refusal is a deny-list refusal. Its Error text is the exact guest-visible
-// message of contract §12.
+// message of docs/behaviour.md#bridge-deny-list.
 type Refusal struct {
 	msg string
 }
@@ -37,7 +37,7 @@ func (r *Refusal) Error() string { return r.msg }
 // Unwrap makes errors.Is(err, ErrDenied) true.
 func (r *Refusal) Unwrap() error { return ErrDenied }
 
-// isOperatorOnly reports whether id is on the deny-list of §12.1.
+// isOperatorOnly reports whether id is on the deny-list (docs/behaviour.md#bridge-deny-list).
 func isOperatorOnly(id string) bool {
 	for _, e := range deniedExact {
 		if id == e {
@@ -53,7 +53,7 @@ func isOperatorOnly(id string) bool {
 }
 
 // CheckFunction refuses a guest bus call to an operator-only function id
-// (contract §12.1). It returns nil for every other id.
+// (docs/behaviour.md#bridge-deny-list). It returns nil for every other id.
 func CheckFunction(functionID string) error {
 	if isOperatorOnly(functionID) {
 		return &Refusal{msg: fmt.Sprintf("operator-only function `%s` is not available through code-runner", functionID)}
@@ -62,7 +62,7 @@ func CheckFunction(functionID string) error {
 }
 
 // CheckTriggerTarget refuses a trigger binding whose target function is
-// operator-only or is itself a trigger control (contract §12.2).
+// operator-only or is itself a trigger control (docs/behaviour.md#bridge-trigger-targets).
 func CheckTriggerTarget(functionID string) error {
 	denied := isOperatorOnly(functionID)
 	for _, c := range triggerControls {
@@ -76,7 +76,7 @@ func CheckTriggerTarget(functionID string) error {
 	return nil
 }
 
-// CheckGuestTrigger applies every check of contract §12.3 to a guest
+// CheckGuestTrigger applies every check of docs/behaviour.md#bridge-checks to a guest
 // iii.trigger call: the function check on functionID and, for a call of
 // engine::register_trigger, the target check on the payload's function_id
 // (a payload without a string function_id is refused).

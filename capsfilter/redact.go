@@ -3,7 +3,7 @@ package capsfilter
 import "regexp"
 
 // runtimeIDPattern matches a runtime id anywhere in a string, in any case
-// (contract §8, §19.4).
+// (docs/behaviour.md#runtime-id-capability).
 var runtimeIDPattern = regexp.MustCompile(`(?i)rt-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // Redacted is what a redacted field or runtime id is replaced with in logs.

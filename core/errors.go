@@ -10,7 +10,7 @@ import (
 // Code is a code-runner error code; it travels as the wire error's `code`.
 type Code string
 
-// The eight error codes of contract §16.2.
+// The eight error codes (docs/behaviour.md#errors-codes).
 const (
 	CodeInvalidRequest    Code = "code-runner::invalid_request"
 	CodeRuntimeNotFound   Code = "code-runner::runtime_not_found"
@@ -22,7 +22,7 @@ const (
 	CodeEngine            Code = "code-runner::engine"
 )
 
-// Codes lists every code in the order of contract §16.2.
+// Codes lists every code in the order of docs/behaviour.md#errors-codes.
 var Codes = []Code{CodeInvalidRequest, CodeRuntimeNotFound, CodeExpired, CodeCapacity,
 	CodeTimeout, CodeResourceExhausted, CodeHandlerError, CodeEngine}
 
@@ -45,7 +45,7 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Text: fmt.Sprintf(format, args...)}
 }
 
-// WireError is the `error` object of an invocationresult (contract §16.1).
+// WireError is the `error` object of an invocationresult (docs/behaviour.md#errors-wire-shape).
 type WireError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -70,7 +70,7 @@ func AsError(err error, functionID string) *Error {
 }
 
 // Catalogue constructors for messages used in more than one place
-// (contract §16.3).
+// (docs/behaviour.md#errors-messages).
 
 // ErrCapacity is `all <n> runtime slots are in use`.
 func ErrCapacity(max int64) *Error {
@@ -90,7 +90,7 @@ func ErrExpired(id string) *Error {
 	return Errorf(CodeExpired, "runtime %s expired: it was reaped or killed and its functions unregistered — call run again without this runtime_id to get a fresh one (its scratch directory starts empty)", id)
 }
 
-// ErrLostMidRun replaces not-found/expired for callers that held no id (§8).
+// ErrLostMidRun replaces not-found/expired for callers that held no id (docs/behaviour.md#runtime-id-capability).
 func ErrLostMidRun() *Error {
 	return Errorf(CodeEngine, "the run's runtime was reaped or lost mid-run; retry")
 }
