@@ -28,7 +28,7 @@ func NewRuntimeID() string {
 
 // NewRunNamespace mints a run runtime's namespace "code-runner::<token>::",
 // where token is 32 lowercase hex characters from crypto/rand, unrelated to
-// any runtime id (contract §8 rule 4).
+// any runtime id (docs/behaviour.md#runtime-id-capability).
 func NewRunNamespace() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -45,7 +45,7 @@ func RunBudget(requestedMS uint64, cfg *configsvc.Config) time.Duration {
 	return time.Duration(t) * time.Millisecond
 }
 
-// OutputCap applies the result and stream caps of contract §7 to a
+// OutputCap applies the result and stream caps (docs/behaviour.md#output-caps) to a
 // *RunResponse on the way out, with the call's configuration.
 func OutputCap(next Handler) Handler {
 	return func(ctx context.Context, call *Call) (any, error) {
@@ -60,7 +60,7 @@ func OutputCap(next Handler) Handler {
 }
 
 // RedactUnheld rewrites not-found and expired errors for callers that held
-// no runtime id (contract §8 rule 2), so an id never reaches a caller that
+// no runtime id (docs/behaviour.md#runtime-id-capability), so an id never reaches a caller that
 // did not already own it.
 func RedactUnheld(next Handler) Handler {
 	return func(ctx context.Context, call *Call) (any, error) {
@@ -93,7 +93,7 @@ func NewPolicyBridge(t Transport, cfg *configsvc.Config) Bridge {
 	return &policyBridge{transport: t, cfg: cfg}
 }
 
-// policyBridge enforces contract §12 and §6.3 in front of a Transport.
+// policyBridge enforces the deny-list (docs/behaviour.md#bridge-checks) and the guest-call timeouts (contract §6.3) in front of a Transport.
 type policyBridge struct {
 	transport Transport
 	cfg       *configsvc.Config
