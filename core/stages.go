@@ -21,7 +21,7 @@ func BridgePolicy(next Handler) Handler {
 }
 
 // TimeoutClamp sets call.Budget from call.TimeoutMS and the call's
-// configuration (contract §6.1, decisions D2/D9).
+// configuration (docs/behaviour.md#timeouts-run-budget).
 func TimeoutClamp(next Handler) Handler {
 	return func(ctx context.Context, call *Call) (any, error) {
 		call.Budget = RunBudget(call.TimeoutMS, call.Config)
@@ -93,14 +93,16 @@ func NewPolicyBridge(t Transport, cfg *configsvc.Config) Bridge {
 	return &policyBridge{transport: t, cfg: cfg}
 }
 
-// policyBridge enforces the deny-list (docs/behaviour.md#bridge-checks) and the guest-call timeouts (contract §6.3) in front of a Transport.
+// policyBridge enforces the deny-list (docs/behaviour.md#bridge-checks)
+// and the guest-call timeouts (docs/behaviour.md#timeouts-guest-calls) in
+// front of a Transport.
 type policyBridge struct {
 	transport Transport
 	cfg       *configsvc.Config
 }
 
 // guestMargin is kept back from the run's remaining budget so a guest call
-// fails in time for the guest to handle the error (§6.3).
+// fails in time for the guest to handle the error (docs/behaviour.md#timeouts-guest-calls).
 const guestMargin = 200 * time.Millisecond
 
 func (b *policyBridge) Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error) {
@@ -118,7 +120,7 @@ func (b *policyBridge) CheckTriggerTarget(functionID string) error {
 	return capsfilter.CheckTriggerTarget(functionID)
 }
 
-// GuestTimeout is the effective timeout of a guest bus call (contract §6.3):
+// GuestTimeout is the effective timeout of a guest bus call (docs/behaviour.md#timeouts-guest-calls):
 // max(1 ms, min(requested or default_timeout_ms, max_timeout_ms, remaining −
 // 200 ms)); with no active deadline only max_timeout_ms applies.
 func GuestTimeout(requestedMS uint64, deadline, now time.Time, cfg *configsvc.Config) time.Duration {
