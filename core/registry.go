@@ -62,7 +62,7 @@ type Kept struct {
 }
 
 // Acquire waits for the runtime's turn until ctx is done. The wait spends the
-// caller's own budget (contract §3.4). It returns false when ctx ended first.
+// caller's own budget (docs/behaviour.md#timeouts-run-budget). It returns false when ctx ended first.
 func (k *Kept) Acquire(ctx context.Context) bool {
 	k.mu.Lock()
 	k.inFlight++

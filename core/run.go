@@ -9,7 +9,8 @@ import (
 )
 
 // RunService is the terminal handler of code-runner::run: routing and
-// validation in the order of contract §3.3, and the lifecycle of §3.4.
+// validation in the order of docs/behaviour.md#run-validation-order, and the
+// lifecycle of docs/behaviour.md#run-lifecycle.
 type RunService struct {
 	Registry *Registry
 	Engines  map[Lang]Engine

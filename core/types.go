@@ -57,7 +57,7 @@ type Call struct {
 	Bridge    Bridge
 }
 
-// RunRequest is the decoded code-runner::run request (contract §3.1).
+// RunRequest is the decoded code-runner::run request (its JSON schema: worker/schemas/run.request.json).
 type RunRequest struct {
 	Code      string
 	Keep      bool
@@ -68,7 +68,7 @@ type RunRequest struct {
 }
 
 // RunResponse is the code-runner::run response; its field order is the wire
-// order of contract §3.2.
+// order of docs/behaviour.md#run-response.
 type RunResponse struct {
 	RuntimeID  string          `json:"runtime_id,omitempty"`
 	Stdout     string          `json:"stdout"`
