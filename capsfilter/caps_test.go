@@ -134,7 +134,8 @@ func TestStreamCapEdges(t *testing.T) {
 	})
 }
 
-// FuzzStreamCap checks the stream-cap invariants (docs/behaviour.md#output-stream-cap) for arbitrary UTF-8 input.
+// FuzzStreamCap checks the stream-cap invariants
+// (docs/behaviour.md#output-stream-cap) for arbitrary UTF-8 input.
 func FuzzStreamCap(f *testing.F) {
 	f.Add("hello world", 5)
 	f.Add(strings.Repeat("x", 40001), 16384)

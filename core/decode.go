@@ -155,7 +155,7 @@ func DecodeTeardown(payload json.RawMessage) (*TeardownRequest, error) {
 }
 
 // DecodeRegister decodes a code-runner::register_function payload. Format
-// fields are returned raw; their rules (contract §13.4) are checked by
+// fields are returned raw; their rules (docs/behaviour.md#register-formats) are checked by
 // CheckFormat.
 func DecodeRegister(payload json.RawMessage) (*RegisterRequest, error) {
 	f, err := decodeObject(payload, []fieldSpec{
@@ -187,7 +187,7 @@ func DecodeRegister(payload json.RawMessage) (*RegisterRequest, error) {
 var formatKeys = []string{"type", "properties", "$ref", "enum", "const", "anyOf", "oneOf", "allOf", "not", "items"}
 
 // CheckFormat applies the request_format / response_format rules of
-// contract §13.4 to a present, non-null value; field names the field.
+// docs/behaviour.md#register-formats to a present, non-null value; field names the field.
 func CheckFormat(field string, raw json.RawMessage) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {

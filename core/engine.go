@@ -94,7 +94,8 @@ type GuestTrigger struct {
 }
 
 // Bridge is what guest code reaches the bus through: the Transport behind the
-// deny-list (docs/behaviour.md#bridge-checks) and the guest timeout rules (docs/behaviour.md#timeouts-guest-calls).
+// deny-list (docs/behaviour.md#bridge-checks) and the guest timeout rules
+// (docs/behaviour.md#timeouts-guest-calls).
 type Bridge interface {
 	Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error)
 	// CheckTriggerTarget refuses a binding whose target is operator-only.

@@ -90,7 +90,8 @@ func ErrExpired(id string) *Error {
 	return Errorf(CodeExpired, "runtime %s expired: it was reaped or killed and its functions unregistered — call run again without this runtime_id to get a fresh one (its scratch directory starts empty)", id)
 }
 
-// ErrLostMidRun replaces not-found/expired for callers that held no id (docs/behaviour.md#runtime-id-capability).
+// ErrLostMidRun replaces not-found/expired for callers that held no id
+// (docs/behaviour.md#runtime-id-capability).
 func ErrLostMidRun() *Error {
 	return Errorf(CodeEngine, "the run's runtime was reaped or lost mid-run; retry")
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // Definer is implemented by runtimes that can host register_function
-// handlers (contract §13.5, §13.6).
+// handlers (docs/behaviour.md#register-node-source, #register-python-source).
 type Definer interface {
 	// Define runs source in the runtime so that it defines handler(payload)
 	// and publishes it as functionID. A definition failure is an *Error
@@ -87,8 +87,9 @@ func DecodeTeardownCall(call *Call) error {
 
 var workerNameChars = regexp.MustCompile(`^[a-z0-9._-]+$`)
 
-// CheckNamespaceSegment applies the worker-name charset rule (contract
-// §13.2 step 5) to seg; ns is its canonical "<seg>::" form for messages.
+// CheckNamespaceSegment applies the worker-name charset rule
+// (docs/behaviour.md#register-validation-order) to seg; ns is its
+// canonical "<seg>::" form for messages.
 func CheckNamespaceSegment(seg string) error {
 	ns := seg + "::"
 	reason := ""
@@ -113,7 +114,7 @@ func CheckNamespaceSegment(seg string) error {
 	return Errorf(CodeInvalidRequest, `namespace %q is not one worker name: %s. A namespace's first segment IS the worker name on the bus, so pass a single segment — "my-app::", with lowercase letters, digits, ".", "_" or "-". Ids may still nest below it: "my-app::v2::save" registers fine under namespace "my-app::".`, ns, reason)
 }
 
-// Register handles code-runner::register_function (contract §13.2).
+// Register handles code-runner::register_function (docs/behaviour.md#register-validation-order).
 func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	req := call.Request.(*RegisterRequest)
 	for _, f := range []struct {
@@ -277,7 +278,7 @@ func (n *Namespaces) destroy(nr *nsRuntime) []string {
 	return ids
 }
 
-// Teardown handles code-runner::teardown (contract §14).
+// Teardown handles code-runner::teardown (docs/behaviour.md#teardown).
 func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 	req := call.Request.(*TeardownRequest)
 	switch {
@@ -322,7 +323,8 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 }
 
 // ReapIdle destroys node namespace runtimes idle longer than ttl (python
-// namespaces are pinned, contract §13.8). It returns how many it reaped.
+// namespaces are pinned, docs/behaviour.md#register-namespace-lifetime).
+// It returns how many it reaped.
 func (n *Namespaces) ReapIdle(ttl time.Duration) int {
 	now := n.now()
 	var victims []*nsRuntime
@@ -379,7 +381,7 @@ func (n *Namespaces) DestroyAll() {
 
 // Routes returns the routes of the three code functions — run,
 // register_function and teardown — each with its decoder and its pipeline
-// of stages (contract §3, §13, §14), serving snap.
+// of stages (docs/behaviour.md#run-lifecycle, #register-validation-order, #teardown), serving snap.
 func Routes(snap *configsvc.Snapshot, run *RunService, ns *Namespaces) map[string]Route {
 	return map[string]Route{
 		FnRun:              {Decode: DecodeRunCall, Pipeline: NewPipeline(snap, run.Handle, RunStages()...)},

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Tombstone bounds (contract §15.5).
+// Tombstone bounds (docs/behaviour.md#runtimes-tombstones).
 const (
 	TombstoneLimit = 10000
 	TombstoneTTL   = 24 * time.Hour

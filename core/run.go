@@ -166,8 +166,8 @@ func response(call *Call, out Outcome, runtimeID string) *RunResponse {
 	}
 }
 
-// TeardownRuntime destroys a kept runtime addressed by id (contract §14 rule
-// 3): it waits for an in-flight call (bounded by that call's own deadline),
+// TeardownRuntime destroys a kept runtime addressed by id
+// (docs/behaviour.md#teardown): it waits for an in-flight call (bounded by that call's own deadline),
 // then forgets the id without a tombstone and destroys the runtime,
 // reporting the function ids it unregistered, sorted.
 func (s *RunService) TeardownRuntime(ctx context.Context, id string) (*TeardownResponse, error) {

@@ -11,7 +11,7 @@ import (
 )
 
 // ReapIdleKept destroys kept runtimes idle for at least ttl with no call in
-// flight, tombstoning their ids (contract §15.2). It returns how many it
+// flight, tombstoning their ids (docs/behaviour.md#runtimes-idle-reaping). It returns how many it
 // reaped.
 func (r *Registry) ReapIdleKept(ttl time.Duration) int {
 	now := r.now()

@@ -97,7 +97,7 @@ type TeardownRequest struct {
 	RuntimeID string
 }
 
-// TeardownResponse is the code-runner::teardown response (contract §14).
+// TeardownResponse is the code-runner::teardown response (docs/behaviour.md#teardown).
 type TeardownResponse struct {
 	RuntimeID    string   `json:"runtime_id,omitempty"`
 	Namespace    string   `json:"namespace,omitempty"`

@@ -118,7 +118,7 @@ func TestSixFunctionsRoundTripThroughFunctionsInfo(t *testing.T) {
 }
 
 // TestSchemasCarryTheContractFacts checks titles, required lists and enums
-// against contract §2, §3, §13, §14.
+// against docs/behaviour.md (run, register_function, teardown).
 func TestSchemasCarryTheContractFacts(t *testing.T) {
 	tests := []struct {
 		id, which, title string

@@ -254,7 +254,7 @@ describe('decisions', () => {
     await teardown({ namespace: 'e2e-d7' })
   })
 
-  test('§13.8 (node): a node handler that overruns is restored for the next call', async () => {
+  test('namespace restart (node): a node handler that overruns is restored for the next call', async () => {
     await setConfig({ default_timeout_ms: 1000 })
     await until(() => cr.logs().includes('default_timeout_ms 5000 → 1000'))
     await register({ function_id: 'e2e-d7n::count', lang: 'node', source: 'let n = 0; function handler() { return ++n }' })

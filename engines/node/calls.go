@@ -221,7 +221,7 @@ func (r *runtime) unregisterFunction(raw json.RawMessage) error {
 	return nil
 }
 
-// invokeHandler serves bus invocations of a guest function (contract §13.7)
+// invokeHandler serves bus invocations of a guest function (docs/behaviour.md#register-invocations)
 // behind its route: the budget is the route's, from the call's snapshot.
 func (r *runtime) invokeHandler(id string) core.GuestHandler {
 	return func(ctx context.Context, inv core.GuestInvocation) (json.RawMessage, error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // leadingExport matches an `export` keyword that is the first token,
-// followed by whitespace, and not `export default` (contract §13.5).
+// followed by whitespace, and not `export default` (docs/behaviour.md#register-node-source).
 var leadingExport = regexp.MustCompile(`^(\s*)export\s+`)
 var exportDefault = regexp.MustCompile(`^\s*export\s+default\b`)
 
@@ -30,7 +30,7 @@ func stripExport(src string) string {
 }
 
 // Define runs a register_function source in this (namespace) isolate and
-// publishes its handler (contract §13.5).
+// publishes its handler (docs/behaviour.md#register-node-source).
 func (r *runtime) Define(ctx context.Context, def core.Definition) error {
 	opts := map[string]any{}
 	if def.Description != nil {
@@ -89,7 +89,7 @@ func (r *runtime) remember(def core.Definition) {
 // restart gives a namespace runtime whose host died a fresh host on the
 // same scratch directory and replays its registration sources in order,
 // each under default_timeout_ms; a source that fails leaves its id broken
-// (handler_error) until it is registered again (contract §13.8).
+// (handler_error) until it is registered again (docs/behaviour.md#register-namespace-lifetime).
 func (r *runtime) restart(ctx context.Context) error {
 	r.restartMu.Lock()
 	defer r.restartMu.Unlock()

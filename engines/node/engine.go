@@ -212,7 +212,7 @@ func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostPr
 	return p, nil
 }
 
-// clampHeap applies §15.6 to a request's memory_mb (0 = heap_mb).
+// clampHeap applies docs/behaviour.md#runtimes-memory-mb to a request's memory_mb (0 = heap_mb).
 func clampHeap(memoryMB uint32, cfg *configsvc.Config) int64 {
 	if memoryMB == 0 {
 		return cfg.HeapMB
@@ -322,7 +322,7 @@ type runtime struct {
 	onDeath    []func()
 	lastActive time.Time
 
-	// Namespace runtimes survive their host (contract §13.8): the next use
+	// Namespace runtimes survive their host (docs/behaviour.md#register-namespace-lifetime): the next use
 	// starts a fresh host and replays the registration sources in order.
 	restartMu sync.Mutex
 	sources   []nodeSource

@@ -14,7 +14,7 @@ const registerDescription = "Registered through code-runner::register_function; 
 
 // Define runs a register_function source and the handler check as one turn
 // in this namespace interpreter, captures the handler for its id, and
-// publishes it (contract §13.6).
+// publishes it (docs/behaviour.md#register-python-source).
 func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 	if !r.acquireTurn(ctx) {
 		return core.ErrTimeout()
@@ -57,7 +57,7 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 }
 
 // invokeHandler serves bus invocations of a python handler: one turn that
-// calls the handler captured for id (contract §13.7), behind its route
+// calls the handler captured for id (docs/behaviour.md#register-invocations), behind its route
 // (the payload limit and the budget are the route's).
 func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 	return func(ctx context.Context, inv core.GuestInvocation) (json.RawMessage, error) {

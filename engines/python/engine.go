@@ -296,7 +296,7 @@ func (e *Engine) Close() {
 	}
 }
 
-// clampMem applies §15.6 / §5.7 to a request's memory_mb.
+// clampMem applies docs/behaviour.md#runtimes-memory-mb to a request's memory_mb.
 func clampMem(m uint32) int64 {
 	if m == 0 {
 		return defaultMemMB

@@ -108,7 +108,7 @@ func (r *pyRuntime) isNamespaceRuntime() bool {
 	return !strings.HasPrefix(r.namespace, "code-runner::")
 }
 
-// afterKill applies §5.5 / §15.4 for a /work overflow: a run runtime is
+// afterKill applies docs/behaviour.md#runtimes-kills for a /work overflow: a run runtime is
 // destroyed (and tombstoned by its owner); a namespace runtime's /work is
 // emptied and it restarts with replay on next use.
 func (r *pyRuntime) afterKill(res turnResult) {
@@ -183,7 +183,7 @@ func (r *pyRuntime) interpreter(ctx context.Context) (*interp, error) {
 }
 
 // replay re-runs the namespace's registration sources in order on a fresh
-// interpreter (contract §13.8), each under default_timeout_ms.
+// interpreter (docs/behaviour.md#register-namespace-lifetime), each under default_timeout_ms.
 func (r *pyRuntime) replay(srcs []source) {
 	for _, s := range srcs {
 		ctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, r.e.config()))

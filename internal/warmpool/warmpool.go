@@ -1,7 +1,7 @@
 // Package warmpool keeps pre-booted runtimes ready for hand-out: it refills
 // in the background to a live target size, discards entries that no longer
 // fit the live configuration, and retries boot failures with backoff (1 s
-// doubling to 30 s). Both engines use it for their pools (contract §15.3).
+// doubling to 30 s). Both engines use it for their pools (docs/behaviour.md#runtimes-warm-pools).
 //
 // Entries lent out (Borrow, Adopt) come back through Settle and go to the
 // longest-waiting BorrowWait caller first. The pool holds — parked and lent

@@ -785,7 +785,7 @@ func orEmptyObject(s string) string {
 }
 
 // define compiles a register_function source as a factory and lets the
-// prelude call it and register the handler (contract §13.5).
+// prelude call it and register the handler (docs/behaviour.md#register-node-source).
 func (h *host) define(m *hostproto.Msg) (int, bool) {
 	return h.enter(func() error {
 		src := m.Code
