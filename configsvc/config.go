@@ -12,7 +12,7 @@ import (
 //go:embed schema.json
 var schemaJSON []byte
 
-// Schema returns the configuration's JSON Schema (draft-07, contract §17.2)
+// Schema returns the configuration's JSON Schema (draft-07, docs/behaviour.md#configuration-keys)
 // as compact JSON with its properties in document order. The caller owns the
 // returned slice.
 func Schema() json.RawMessage {

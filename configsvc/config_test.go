@@ -16,7 +16,7 @@ func TestSchemaPropertiesEqualStructFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(schema.Properties) != 14 {
-		t.Fatalf("schema has %d properties, contract §17.1 has 14", len(schema.Properties))
+		t.Fatalf("schema has %d properties, docs/behaviour.md#configuration-keys lists 14", len(schema.Properties))
 	}
 	if !reflect.DeepEqual(Keys(), fieldKeys()) {
 		t.Fatalf("schema keys %v\n!= Config fields %v (same order expected)", Keys(), fieldKeys())

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// ApplyClass says when a changed key takes effect (contract §17.6).
+// ApplyClass says when a changed key takes effect (docs/behaviour.md#configuration-apply).
 type ApplyClass int
 
-// The apply classes of contract §17.6.
+// The apply classes of docs/behaviour.md#configuration-apply.
 const (
 	NextCall   ApplyClass = iota // read per call: caps, timeouts, guidance
 	NewRuntime                   // per-runtime limits: runtimes created afterwards
@@ -56,7 +56,7 @@ type LiveCounts struct {
 	Node int
 }
 
-// Describe renders the one INFO line of contract §17.6 for an applied change,
+// Describe renders the one INFO line of docs/behaviour.md#configuration-apply for an applied change,
 // e.g. "configuration applied (configuration worker): max_result_bytes 32768
 // → 65536 (next call)". An empty change list renders
 // "configuration refreshed (<source>): no changes".

@@ -1,4 +1,4 @@
-// Package configsvc owns code-runner's configuration model (contract §17):
+// Package configsvc owns code-runner's configuration model (docs/behaviour.md#configuration-keys):
 // the Config struct and its defaults, the JSON Schema published to the
 // configuration worker, YAML parsing with ${VAR} / ${VAR:default} expansion,
 // validation that reports every problem at once, the live Snapshot store

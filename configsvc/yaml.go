@@ -15,7 +15,7 @@ type LookupEnv func(name string) (string, bool)
 // placeholder matches ${VAR} and ${VAR:default}.
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}`)
 
-// ParseYAML parses a configuration file (contract §17.5): either the flat key
+// ParseYAML parses a configuration file (docs/behaviour.md#configuration-file): either the flat key
 // mapping, or the configuration worker's fs-adapter layout whose top-level
 // `value` key holds the mapping. ${VAR} and ${VAR:default} placeholders are
 // expanded through env (a value that is only a placeholder is re-parsed as a

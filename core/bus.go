@@ -63,7 +63,7 @@ type Mortal interface {
 }
 
 // RemoteError is a failed bus call seen by a guest: the callee's (or the
-// client's) error code and message. Its text follows contract §9.1: the
+// client's) error code and message. Its text follows docs/behaviour.md#guest-iii-trigger: the
 // message, prefixed with "<code>: " unless it already starts with "<code>:".
 type RemoteError struct {
 	Code    string

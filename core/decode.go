@@ -32,7 +32,7 @@ type fieldSpec struct {
 	max      uint64 // for kUint; 0 = uint64
 }
 
-// decodeObject checks payload against specs in order (contract §2 rules):
+// decodeObject checks payload against specs in order (docs/behaviour.md#functions-decoding):
 // unknown fields are ignored, null equals absent, and the first problem in
 // spec order is reported. It returns the present, non-null fields.
 func decodeObject(payload json.RawMessage, specs []fieldSpec) (map[string]json.RawMessage, error) {
@@ -114,7 +114,7 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
-// DecodeRun decodes a code-runner::run payload (contract §3.1, §2 rules).
+// DecodeRun decodes a code-runner::run payload (docs/behaviour.md#functions-decoding; schema worker/schemas/run.request.json).
 func DecodeRun(payload json.RawMessage) (*RunRequest, error) {
 	f, err := decodeObject(payload, []fieldSpec{
 		{name: "code", kind: kString, required: true},

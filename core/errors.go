@@ -27,7 +27,7 @@ var Codes = []Code{CodeInvalidRequest, CodeRuntimeNotFound, CodeExpired, CodeCap
 	CodeTimeout, CodeResourceExhausted, CodeHandlerError, CodeEngine}
 
 // Error is a failed invocation. Its Error() is the wire message
-// "<code>: <text>" (decision D14).
+// "<code>: <text>" (docs/behaviour.md#errors-wire-shape).
 type Error struct {
 	Code  Code
 	Text  string

@@ -100,7 +100,7 @@ func (g *GuestRoutes) RegisterTriggerType(id, description string, p TriggerProvi
 // UnregisterTriggerType passes through.
 func (g *GuestRoutes) UnregisterTriggerType(id string) { g.Bus.UnregisterTriggerType(id) }
 
-// PayloadLimit refuses payloads over max bytes with the contract's
+// PayloadLimit refuses payloads over max bytes with
 // `payload is <n> bytes; max <max>`.
 func PayloadLimit(max int) Stage {
 	return func(next Handler) Handler {

@@ -3,7 +3,8 @@ package core
 import "fmt"
 
 // The fixed limits of the guest surface, one place for every engine, the
-// node isolate host included (contract §5.7, §9, §11, §13).
+// node isolate host included (docs/behaviour.md#python-limits,
+// #guest-iii-trigger, #guest-iii-register, #register-validation-order).
 const (
 	MaxCodeBytes          = 1 << 20 // `code` of a run and `source` of a registration
 	MaxPayloadBytes       = 1 << 20 // a handler's payload (python), a guest call's payload (node)
@@ -15,12 +16,12 @@ const (
 	MaxRegistrations      = 256     // functions, triggers and trigger types per runtime
 )
 
-// OverLimit is the contract's "<what> is <n> bytes; the limit is <max>".
+// OverLimit is "<what> is <n> bytes; the limit is <max>" (docs/behaviour.md#errors-messages).
 func OverLimit(what string, n, max int) string {
 	return fmt.Sprintf("%s is %d bytes; the limit is %d", what, n, max)
 }
 
-// OverMax is the contract's shorter "<what> is <n> bytes; max <max>".
+// OverMax is the shorter "<what> is <n> bytes; max <max>".
 func OverMax(what string, n, max int) string {
 	return fmt.Sprintf("%s is %d bytes; max %d", what, n, max)
 }

@@ -18,7 +18,7 @@ const (
 	LangPython Lang = "python"
 )
 
-// The worker's six function ids, in registration order (contract §2).
+// The worker's six function ids, in registration order (docs/behaviour.md#functions-list).
 const (
 	FnRun              = "code-runner::run"
 	FnTeardown         = "code-runner::teardown"

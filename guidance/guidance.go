@@ -1,7 +1,7 @@
 // Package guidance owns the usage guidance code-runner appends to agent
-// system prompts and the pre_generate mutation that appends it (contract
-// §18). It knows nothing about the bus: callers decode the harness event and
-// encode the Response.
+// system prompts and the pre_generate mutation that appends it
+// (docs/behaviour.md#guidance). It knows nothing about the bus: callers
+// decode the harness event and encode the Response.
 package guidance
 
 // Text is the guidance paragraph appended after the base prompt.

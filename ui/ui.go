@@ -25,7 +25,7 @@ type Asset struct {
 	ContentType string
 }
 
-// Assets are code-runner's two console assets (contract §19.1).
+// Assets are code-runner's two console assets (docs/behaviour.md#console-assets-content).
 var Assets = []Asset{
 	{Path: "code-runner/page.js", File: "page.js", TriggerType: "console:script", ContentType: "text/javascript; charset=utf-8"},
 	{Path: "code-runner/styles.css", File: "styles.css", TriggerType: "console:style", ContentType: "text/css; charset=utf-8"},

@@ -12,7 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// WatchDir interprets III_CODE_RUNNER_UI_WATCH (contract §19.1): unset, "",
+// WatchDir interprets III_CODE_RUNNER_UI_WATCH (docs/behaviour.md#console-assets-content): unset, "",
 // "0" or "false" is off; "1" or "true" watches ui/dist under the working
 // directory; a path ending in .js means its directory; any other value is a
 // directory.
@@ -35,7 +35,7 @@ func WatchDir(v string) (string, bool) {
 type Rebind func(a Asset)
 
 // Watch reloads changed assets from dir into s until ctx ends: fsnotify on
-// the directory, plus a 1 s poll as the contract's baseline (some editors
+// the directory, plus a 1 s poll as the baseline (some editors
 // and file systems miss events). Each change swaps the served bytes and
 // calls rebind.
 func Watch(ctx context.Context, dir string, s *Store, rebind Rebind, log *slog.Logger) error {

@@ -1,7 +1,7 @@
 // Package worker connects code-runner's core to the iii bus: the six
-// function definitions of contract §2 (ids, descriptions, metadata and
+// function definitions of docs/behaviour.md#functions-list (ids, descriptions, metadata and
 // request/response schemas), publishing routed functions through the wire
-// client in the contract's order, turning core errors into wire errors, and
+// client in the order of docs/behaviour.md#functions-list, turning core errors into wire errors, and
 // the core.Transport that guest calls travel through.
 package worker
 

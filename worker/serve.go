@@ -45,10 +45,10 @@ func NoEngineMessage(url string) string {
 		"To try code without an engine: code-runner run --lang python --code 'result = 1 + 1'"
 }
 
-// preGenerateHook is the harness trigger type code-runner binds (§18).
+// preGenerateHook is the harness trigger type code-runner binds (docs/behaviour.md#harness-pre-generate-hook).
 const preGenerateHook = "harness::hook::pre-generate"
 
-// Serve runs the worker until ctx ends (contract §20.2). It returns an
+// Serve runs the worker until ctx ends (docs/behaviour.md#process-startup). It returns an
 // error for a boot failure (for example an unreachable configuration
 // worker in engine mode) or a fatal rejection by the engine.
 func Serve(ctx context.Context, o ServeOptions) error {

@@ -19,8 +19,8 @@ type Publisher struct {
 }
 
 // Publish registers the given worker function ids, in the order given, each
-// with its contract definition and a handler that dispatches into the
-// router. Callers pass ids in contract order and only ids whose route is
+// with its definition and a handler that dispatches into the
+// router. Callers pass ids in the published order and only ids whose route is
 // installed (nothing is registered as a stub).
 func (p *Publisher) Publish(ids ...string) {
 	for _, id := range ids {

@@ -197,7 +197,8 @@ func TestTransportCarriesGuestCalls(t *testing.T) {
 	if !errors.As(err, &re) || re.Code != "function_not_found" || err.Error() != "function_not_found: Function nope::x not found" {
 		t.Fatalf("%v", err)
 	}
-	// Messages that already carry their code are not prefixed twice (§9.1).
+	// Messages that already carry their code are not prefixed twice
+	// (docs/behaviour.md#guest-iii-trigger).
 	if got := (&core.RemoteError{Code: "code-runner::timeout", Message: "code-runner::timeout: execution exceeded its deadline"}).Error(); got != "code-runner::timeout: execution exceeded its deadline" {
 		t.Fatal(got)
 	}

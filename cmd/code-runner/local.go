@@ -21,8 +21,9 @@ import (
 )
 
 // runLocal is `code-runner run`: one run in-process with no engine, through
-// the same pipeline, printing the code-runner::run response (contract
-// §20.1a). Exit 0 on a response, 1 on a code-runner error, 2 on bad usage.
+// the same pipeline, printing the code-runner::run response
+// (docs/behaviour.md#process-cli). Exit 0 on a response, 1 on a
+// code-runner error, 2 on bad usage.
 func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envFunc) int {
 	fs := flag.NewFlagSet("code-runner run", flag.ContinueOnError)
 	fs.SetOutput(stderr)

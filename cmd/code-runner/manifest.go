@@ -12,7 +12,7 @@ import (
 // engine::workers::register).
 const description = "Run untrusted Node.js and Python in-process — V8 isolates and CPython-on-WebAssembly behind one run/register_function/teardown API, with no microVM and no /dev/kvm. Code gets a global `iii` and a private scratch directory."
 
-// manifest is the registry manifest of contract §20.3.
+// manifest is the registry manifest of docs/behaviour.md#process-manifest.
 type manifest struct {
 	Name             string          `json:"name"`
 	Version          string          `json:"version"`

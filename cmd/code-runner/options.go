@@ -11,7 +11,7 @@ import (
 )
 
 // options are the worker's flags after env and defaults are applied
-// (contract §20.1: flag > env > default).
+// (docs/behaviour.md#process-cli: flag > env > default).
 type options struct {
 	URL          string
 	Config       string // --config seed path, "" when unset
@@ -22,7 +22,7 @@ type options struct {
 	Manifest     bool
 }
 
-// Defaults of §20.1.
+// Defaults of docs/behaviour.md#process-cli.
 const (
 	defaultURL        = "ws://127.0.0.1:49134"
 	defaultConfigFile = "./data/configuration/code-runner.yaml"

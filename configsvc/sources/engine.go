@@ -13,7 +13,7 @@ import (
 	"github.com/code-runner-go/code-runner/iii"
 )
 
-// EntryDescription is the configuration entry's description (contract §17.4).
+// EntryDescription is the configuration entry's description (docs/behaviour.md#configuration-worker).
 const EntryDescription = "Runtime limits for in-process Node.js/Python: output caps, timeouts, runtime count, memory, scratch and warm pools. Every setting applies without a restart."
 
 // EntryID is III_CONFIG_NAME trimmed when non-blank, else code-runner.

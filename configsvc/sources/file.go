@@ -16,7 +16,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 )
 
-// FileSource watches the local configuration file (contract §17.5): fsnotify
+// FileSource watches the local configuration file (docs/behaviour.md#configuration-file): fsnotify
 // on its directory (editors replace files by rename), events for the file
 // debounced, then re-read, validated and applied. An invalid edit is one
 // WARN line listing every problem, and the previous configuration stays.

@@ -1,4 +1,4 @@
-// The §21 catalogue against the real binary: an iii-sdk harness calls
+// The end-to-end catalogue (docs/behaviour.md#e2e-catalogue) against the real binary: an iii-sdk harness calls
 // code-runner through the repo's test engine. Groups run in order
 // run → keep → register → errors → decisions.
 import { test, before, after, describe } from 'node:test'

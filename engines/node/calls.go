@@ -89,7 +89,7 @@ func (r *runtime) checkNamespace(id string) error {
 }
 
 // checkIDAndDescription applies the namespace, id-size and description-size
-// rules shared by functions and trigger types (contract §9.2, §9.4).
+// rules shared by functions and trigger types (docs/behaviour.md#guest-iii-register).
 func (r *runtime) checkIDAndDescription(id string, description *string) error {
 	if err := r.checkNamespace(id); err != nil {
 		return err
@@ -136,7 +136,7 @@ type registerArgs struct {
 	DefaultDescription string `json:"default_description"`
 }
 
-// registerFunction publishes a guest function (contract §9.2).
+// registerFunction publishes a guest function (docs/behaviour.md#guest-iii-register).
 func (r *runtime) registerFunction(raw json.RawMessage) error {
 	var a registerArgs
 	if err := json.Unmarshal(raw, &a); err != nil {

@@ -390,7 +390,7 @@ func escapeControl(s string) string {
 	}, s)
 }
 
-// Run executes one run in the isolate (contract §4).
+// Run executes one run in the isolate (docs/behaviour.md#node-run).
 func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	r.mu.Lock()
 	r.bridge = ex.Bridge

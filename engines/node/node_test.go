@@ -234,7 +234,7 @@ func TestRecursionAndConsoleFloods(t *testing.T) {
 		t.Fatalf("stdout %d bytes, stderr %q", len(res.Stdout), res.Stderr)
 	}
 	trivialStillAnswers(t, r, pid)
-	// 200000 prints (§21 errors.4): returns, stdout capped.
+	// 200000 prints (the e2e catalogue's errors case 4): returns, stdout capped.
 	res = mustRun(t, r, map[string]any{"lang": "node", "code": `for (let i = 0; i < 200000; i++) console.log(i); return 1`, "timeout_ms": 25000})
 	if len(res.Stdout) > 2<<20 || string(res.Result) != "1" {
 		t.Fatalf("%d", len(res.Stdout))
@@ -488,7 +488,7 @@ func TestMemoryMBIsClamped(t *testing.T) {
 	}
 }
 
-// TestScratchDirectoryLifecycle: contract §10 — a private directory under
+// TestScratchDirectoryLifecycle: docs/behaviour.md#guest-iii-files — a private directory under
 // scratch_root (created if missing), mode 0700, a random name unrelated to
 // the runtime id, deleted when the runtime ends; and a run that never
 // writes a file leaves nothing on disk.

@@ -35,7 +35,7 @@ import (
 // back before booting one.
 const recycleWait = 250 * time.Millisecond
 
-// Fixed limits (contract §5.7).
+// Fixed limits (docs/behaviour.md#python-limits).
 const (
 	defaultMemMB = 128
 	minMemMB     = 40

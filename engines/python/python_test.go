@@ -594,7 +594,7 @@ func TestForgedTurnDoneCannotLeaveCodeRunning(t *testing.T) {
 	if err == nil || err.Code != core.CodeTimeout {
 		t.Fatalf("want a timeout, got %v (result %s)", err, res.Result)
 	}
-	// The runtime lives on with a fresh interpreter (§5.5).
+	// The runtime lives on with a fresh interpreter (docs/behaviour.md#python-what-survives).
 	res, err = r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": "result = 'after'"})
 	if err != nil || string(res.Result) != `"after"` {
 		t.Fatalf("%v %s", err, res.Result)

@@ -16,7 +16,7 @@ import (
 )
 
 // pyRuntime is one python runtime: a /work directory and the interpreter
-// currently serving it (replaced after a kill; see contract §5.5).
+// currently serving it (replaced after a kill; see docs/behaviour.md#python-what-survives).
 type pyRuntime struct {
 	e         *Engine
 	loan      bool // the interpreter was borrowed from the pool: recycle it
@@ -80,7 +80,7 @@ func (r *pyRuntime) LastActive() time.Time {
 	return r.lastActive
 }
 
-// Run executes one run turn (contract §5).
+// Run executes one run turn (docs/behaviour.md#python-run).
 func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	if !r.acquireTurn(ctx) {
 		return core.Outcome{}, core.ErrTimeout()
@@ -340,7 +340,8 @@ func (ip *interp) overBudget() *budget {
 
 // diskKill ends a turn whose /work or /out went over its budget: the
 // interpreter dies and the call gets the budget error naming that
-// directory. Only a /work overflow touches the runtime itself (§5.5).
+// directory. Only a /work overflow touches the runtime itself
+// (docs/behaviour.md#python-what-survives).
 func (r *pyRuntime) diskKill(ip *interp, b *budget) turnResult {
 	ip.kill()
 	<-ip.done
@@ -451,7 +452,7 @@ func replyFrame(ok bool, value any) []byte {
 	return b
 }
 
-// trigger answers a guest iii.trigger (contract §11): host-side limits,
+// trigger answers a guest iii.trigger (docs/behaviour.md#guest-iii-python): host-side limits,
 // the same-interpreter refusal, then the bridge (deny-list, timeouts).
 func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, deadline time.Time) []byte {
 	if len(ev) > core.MaxGuestRequestBytes {

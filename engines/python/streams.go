@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Per-turn stream caps (contract §5.3).
+// Per-turn stream caps (docs/behaviour.md#python-streams).
 const (
 	streamMaxBytes = 262144
 	streamMaxLines = 1000

@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
 
-// Budgets of /work and /out (contract §5.6).
+// Budgets of /work and /out (docs/behaviour.md#python-work).
 const (
 	workMaxBytes   = 256 << 20
 	workMaxEntries = 20000

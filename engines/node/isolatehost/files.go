@@ -15,7 +15,7 @@ import (
 )
 
 // scratch is a runtime's flat iii.files directory with its quota
-// (contract §10). The worker names and deletes the directory; the host
+// (docs/behaviour.md#guest-iii-files). The worker names and deletes the directory; the host
 // creates it on the first write and only works inside it, never following
 // links.
 type scratch struct {
@@ -41,7 +41,7 @@ func init() {
 	}
 }
 
-// checkName applies the name rules of contract §10, in order.
+// checkName applies the name rules of docs/behaviour.md#guest-iii-files, in order.
 func checkName(method string, raw json.RawMessage, typ string) (string, *nativeResult) {
 	var name string
 	if typ != "string" || json.Unmarshal(raw, &name) != nil {

@@ -26,10 +26,10 @@ import (
 //go:embed prelude.js
 var preludeSource string
 
-// hint is what String(iii) returns (contract §9).
+// hint is what String(iii) returns (docs/behaviour.md#guest-iii-node).
 const hint = "[iii: code-runner host client. e.g. await iii.trigger({ function_id: 'worker::fn', payload: {} }); also iii.registerFunction(id, handler, options?), iii.registerTrigger(input), iii.registerTriggerType(triggerType, handler), iii.unregisterTriggerType(id), iii.namespace (the prefix this runtime may register under), iii.files (a private scratch directory when enabled) and iii.shutdown(), which throws by design]"
 
-// Console caps per call (contract §4.3).
+// Console caps per call (docs/behaviour.md#node-console).
 const (
 	consoleMaxLines = 1000
 	consoleMaxBytes = 262144
