@@ -170,7 +170,7 @@ func (o *openFiles) closeOpened() {
 	}
 	o.mu.Unlock()
 	for _, f := range opened {
-		_ = f.File.Close()
+		_ = f.closeFile()
 	}
 }
 
@@ -211,12 +211,24 @@ type guardedFile struct {
 	experimentalsys.File
 	b    *budget
 	open *openFiles
+
+	closeOnce sync.Once
+	closeErr  experimentalsys.Errno
 }
 
 // Close closes the file and stops tracking it.
 func (f *guardedFile) Close() experimentalsys.Errno {
 	f.open.remove(f)
-	return f.File.Close()
+	return f.closeFile()
+}
+
+// closeFile closes the underlying file once. A reset closes the guest's
+// files from the recycling goroutine while a kill (the engine closing,
+// say) can make wazero close the same files from the instance's own
+// goroutine; the first close wins and the other waits for it.
+func (f *guardedFile) closeFile() experimentalsys.Errno {
+	f.closeOnce.Do(func() { f.closeErr = f.File.Close() })
+	return f.closeErr
 }
 
 func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
