@@ -11,7 +11,7 @@ export interface ConfigFormProps {
 
 type Field = { key: string; kind: 'int' | 'bool' | 'path'; unit?: string; max?: number }
 
-/** The sections, grouped by when a change applies (contract §17.6, §19.5). */
+/** The sections, grouped by when a change applies (docs/behaviour.md#console-config-form). */
 export const SECTIONS: { title: string; applies: string; fields: Field[] }[] = [
   { title: 'output caps', applies: 'applies to the next call', fields: [{ key: 'max_result_bytes', kind: 'int', unit: 'bytes' }, { key: 'max_stream_bytes', kind: 'int', unit: 'bytes' }] },
   { title: 'agent guidance', applies: 'applies to the next call', fields: [{ key: 'inject_guidance', kind: 'bool' }] },

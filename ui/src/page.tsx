@@ -1,5 +1,5 @@
 // code-runner's console script. The console import()s this module and calls
-// its default export with the host API (iii-integration.md §3.6).
+// its default export with the host API (docs/behaviour.md#console-page).
 import type { ComponentType, ReactNode } from 'react'
 import type { FunctionTriggerMessage } from './common'
 import { CodeRunnerConfigForm, type ConfigFormProps } from './configForm'

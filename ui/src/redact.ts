@@ -1,4 +1,4 @@
-// Runtime-id redaction (contract §19.4). A runtime_id is a capability: the
+// Runtime-id redaction (docs/behaviour.md#console-redaction). A runtime_id is a capability: the
 // console must never render one in full.
 
 export const RUNTIME_ID = /rt-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi

@@ -44,7 +44,7 @@ function Completion(props: { output: Obj; lang?: string }) {
   )
 }
 
-/** RunCard renders a settled code-runner::run call (contract §19.3). */
+/** RunCard renders a settled code-runner::run call (docs/behaviour.md#console-cards). */
 export function RunCard({ message }: { message: FunctionTriggerMessage }) {
   const input = isObj(message.input) ? message.input : {}
   const output = unwrap(message.output)
