@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
 // GuestInvocation is one bus invocation of a guest-registered function as
@@ -48,10 +48,7 @@ func (g *GuestRoutes) RegisterFunction(reg FunctionRegistration, h GuestHandler)
 		if err != nil {
 			return nil, err
 		}
-		if res == nil {
-			return json.RawMessage("null"), nil
-		}
-		return res, nil
+		return res, nil // nil stays nil: the wire adapter answers null
 	}
 	g.mu.Lock()
 	if g.ids == nil {
@@ -69,7 +66,7 @@ func (g *GuestRoutes) RegisterFunction(reg FunctionRegistration, h GuestHandler)
 		if raw, ok := res.(json.RawMessage); ok {
 			return raw, nil
 		}
-		return json.Marshal(res)
+		return jsonx.Marshal(res) // only a stage's own value; guest values are raw
 	})
 }
 
@@ -122,13 +119,4 @@ func WireOf(err error, functionID string) WireError {
 		return WireError{Code: "function_not_found", Message: "Function " + functionID + " not found"}
 	}
 	return AsError(err, functionID).Wire()
-}
-
-// snapshotOr returns the router's current snapshot, or fallback before the
-// router was first configured.
-func (r *Router) snapshotOr(fallback *configsvc.Snapshot) *configsvc.Snapshot {
-	if r.snap != nil {
-		return r.snap
-	}
-	return fallback
 }
