@@ -53,9 +53,8 @@ func (s *Store) Publish(next *Snapshot) (old *Snapshot, ok bool) {
 // compare-and-swap so Seq numbers are never reused.
 func (s *Store) Swap(cfg Config, source string) (old, cur *Snapshot) {
 	for {
-		old = s.cur.Load()
-		cur = &Snapshot{Config: cfg, Source: source, Seq: old.Seq + 1, AppliedAt: time.Now()}
-		if s.cur.CompareAndSwap(old, cur) {
+		cur = s.Next(cfg, source)
+		if old, ok := s.Publish(cur); ok {
 			return old, cur
 		}
 	}

@@ -194,6 +194,7 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 		return nil, fmt.Errorf("compile python.wasm: %w", err)
 	}
 	e.wr = &wasmRuntime{rt: rt, mod: mod}
+	e.wasm = nil // compiled once; the 8 MB copy of the embedded bytes is not needed again
 	return e.wr, nil
 }
 
@@ -314,11 +315,11 @@ func clampMem(m uint32) int64 {
 // tempRoot is where a runtime's /work and /out are created: the
 // configuration's scratch_root, or the system's temporary directory.
 func tempRoot(c *configsvc.Config) string {
-	if c.ScratchRoot != nil && *c.ScratchRoot != "" {
-		_ = os.MkdirAll(*c.ScratchRoot, 0o700)
-		return *c.ScratchRoot
+	root := c.ScratchRootOrEmpty()
+	if root != "" {
+		_ = os.MkdirAll(root, 0o700)
 	}
-	return ""
+	return root
 }
 
 // newWorkDir creates a private, empty /work on the host.
