@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
@@ -30,9 +29,6 @@ type GuestInvocation struct {
 type GuestRoutes struct {
 	Router *Router
 	Bus    Bus
-
-	mu  sync.Mutex
-	ids map[string]bool // the routes this publisher installed
 }
 
 var _ Bus = (*GuestRoutes)(nil)
@@ -50,12 +46,6 @@ func (g *GuestRoutes) RegisterFunction(reg FunctionRegistration, h GuestHandler)
 		}
 		return res, nil // nil stays nil: the wire adapter answers null
 	}
-	g.mu.Lock()
-	if g.ids == nil {
-		g.ids = map[string]bool{}
-	}
-	g.ids[reg.ID] = true
-	g.mu.Unlock()
 	g.Router.HandleCurrent(reg.ID, terminal, stages...)
 	id := reg.ID
 	g.Bus.RegisterFunction(reg, func(ctx context.Context, inv GuestInvocation) (json.RawMessage, error) {
@@ -70,17 +60,11 @@ func (g *GuestRoutes) RegisterFunction(reg FunctionRegistration, h GuestHandler)
 	})
 }
 
-// UnregisterFunction retires id from the bus and removes its route (only
-// a route this publisher installed).
+// UnregisterFunction retires id from the bus and removes its dynamic route
+// (never a static one: the worker's own functions stay).
 func (g *GuestRoutes) UnregisterFunction(id string) {
 	g.Bus.UnregisterFunction(id)
-	g.mu.Lock()
-	mine := g.ids[id]
-	delete(g.ids, id)
-	g.mu.Unlock()
-	if mine {
-		g.Router.Remove(id)
-	}
+	g.Router.RemoveCurrent(id)
 }
 
 // RegisterTrigger passes through.

@@ -90,6 +90,10 @@ func (r *Router) HandleCurrent(functionID string, terminal Handler, stages ...St
 	r.dynamic.Store(functionID, Chain(terminal, stages...))
 }
 
+// RemoveCurrent deletes the dynamic route of functionID, if any; a static
+// route of that id stays.
+func (r *Router) RemoveCurrent(functionID string) { r.dynamic.Delete(functionID) }
+
 // Remove deletes the route of functionID, static or dynamic.
 func (r *Router) Remove(functionID string) {
 	r.dynamic.Delete(functionID)
