@@ -365,8 +365,7 @@ func TestUnansweredCallTimesOutWithoutLeaks(t *testing.T) {
 	a := newClient(t, e.URL(), "a", nil)
 	ctx := ctx10(t)
 	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::never") })
-	time.Sleep(50 * time.Millisecond)
-	base := runtime.NumGoroutine()
+	base := settledGoroutines(t)
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
@@ -394,20 +393,41 @@ func TestUnansweredCallTimesOutWithoutLeaks(t *testing.T) {
 func TestOfflineCallsAreBufferedAndEngineRestartIsSurvived(t *testing.T) {
 	e := newEngine(t)
 	addr := strings.TrimPrefix(e.URL(), "ws://")
-	w := newClient(t, e.URL(), "w", nil)
+	offline := make(chan struct{}, 1)
+	w := newClient(t, e.URL(), "w", func(o *iii.Options) {
+		o.OnDialFailed = func(int, bool, error) {
+			select {
+			case offline <- struct{}{}:
+			default:
+			}
+		}
+	})
 	w.RegisterFunction(iii.FunctionDef{ID: "w::f"}, func(ctx context.Context, r iii.Request) (any, error) { return "ok", nil })
 	ctx := ctx10(t)
 	_, _ = e.WaitWorker(ctx, "w")
 	e.Close() // the engine goes away while the worker lives
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-offline: // the worker knows: its reconnect failed
+	case <-ctx.Done():
+		t.Fatal("the worker never noticed the engine had gone")
+	}
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() { // made while offline: buffered until a connection is back
+		res, err := w.Invoke(ctx, iii.Call{FunctionID: "w::f", Timeout: 5 * time.Second})
+		answered <- answer{res, err}
+	}()
 	e2, err := iiitest.New(iiitest.Options{Logger: quiet(), Addr: addr})
 	if err != nil {
 		t.Skipf("skipped_port_reuse_unavailable: %v", err)
 	}
 	defer e2.Close()
-	res, err := w.Invoke(ctx, iii.Call{FunctionID: "w::f", Timeout: 5 * time.Second})
-	if err != nil || string(res) != `"ok"` {
-		t.Fatalf("call across an engine restart: %s %v", res, err)
+	got := <-answered
+	if got.err != nil || string(got.res) != `"ok"` {
+		t.Fatalf("call across an engine restart: %s %v", got.res, got.err)
 	}
 }
 
@@ -524,4 +544,21 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatal("invokefunction decoded without data")
 		}
 	})
+}
+
+// settledGoroutines returns the goroutine count once it has held still for
+// five samples in a row (connections finish their hand-shakes in the
+// background), so it can serve as a baseline.
+func settledGoroutines(t *testing.T) int {
+	t.Helper()
+	last, still := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(5 * time.Second); still < 5 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		if n := runtime.NumGoroutine(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	return last
 }

@@ -58,9 +58,11 @@ func TestTreeCountsChildren(t *testing.T) {
 	if TreeRSSKB(cmd.Process.Pid) <= RSSKB(cmd.Process.Pid) {
 		t.Fatal("the tree's RSS does not include the child's")
 	}
-	before := TreeCPU(cmd.Process.Pid)
-	time.Sleep(300 * time.Millisecond)
-	if after := TreeCPU(cmd.Process.Pid); after <= before {
+	before, after := TreeCPU(cmd.Process.Pid), time.Duration(0)
+	for deadline := time.Now().Add(5 * time.Second); after <= before && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		after = TreeCPU(cmd.Process.Pid)
+	}
+	if after <= before {
 		t.Fatalf("the spinning grandchild's CPU is not counted: %v → %v", before, after)
 	}
 	if Descendants(-1) != nil || TreeCPU(-1) != 0 {

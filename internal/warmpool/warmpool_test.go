@@ -185,7 +185,7 @@ func TestBorrowWaitTakesTheEntryThatComesBack(t *testing.T) {
 		}
 		got <- v
 	}()
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, func() bool { return p.waiting() == 1 })
 	if !p.Settle(&e) {
 		t.Fatal("the returning entry was not parked")
 	}
