@@ -26,7 +26,7 @@ func hundredThousand() json.RawMessage {
 func TestResultCapHundredThousandElementArray(t *testing.T) {
 	in := hundredThousand()
 	if len(in) != 588891 {
-		t.Fatalf("fixture is %d bytes, the contract example says 588891", len(in))
+		t.Fatalf("fixture is %d bytes, docs/behaviour.md#output-result-cap says 588891", len(in))
 	}
 	out := ResultCap(in, 32768)
 	golden.Check(t, "result_100000_array.golden", out)
@@ -89,7 +89,7 @@ func TestStreamCapFortyThousandX(t *testing.T) {
 	}
 	marker := "\n[…stdout truncated: was ~39 KB; middle omitted]\n"
 	if len(marker) != 51 {
-		t.Fatalf("marker is %d bytes, contract says 51", len(marker))
+		t.Fatalf("marker is %d bytes, docs/behaviour.md#output-stream-cap says 51", len(marker))
 	}
 	i := strings.Index(out, marker)
 	if i != 9799 {

@@ -137,16 +137,6 @@ func (c Config) Get(key string) (any, bool) {
 	return nil, false
 }
 
-// fieldKeys returns the json names of Config's fields in declaration order.
-func fieldKeys() []string {
-	t := reflect.TypeOf(Config{})
-	keys := make([]string, t.NumField())
-	for i := range keys {
-		keys[i] = jsonName(t.Field(i))
-	}
-	return keys
-}
-
 func jsonName(f reflect.StructField) string {
 	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	return name

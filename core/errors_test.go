@@ -39,7 +39,7 @@ func TestErrorWireShape(t *testing.T) {
 		}
 	}
 	if len(Codes) != 8 {
-		t.Fatalf("%d codes, contract has 8", len(Codes))
+		t.Fatalf("%d codes, docs/behaviour.md#errors-codes has eight", len(Codes))
 	}
 }
 
