@@ -360,3 +360,35 @@ func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
 		t.Fatalf("after serve stopped: %v left in $TMPDIR", left)
 	}
 }
+
+// TestWorkerFileAdvertisesWhatWeBuild: iii.worker.yaml lists exactly the
+// targets this worker builds for, and says what the manifest says about
+// itself.
+func TestWorkerFileAdvertisesWhatWeBuild(t *testing.T) {
+	b, err := os.ReadFile("../../iii.worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	var desc string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "targets: "); ok {
+			for _, t := range strings.Split(strings.Trim(v, "[]"), ",") {
+				targets = append(targets, strings.TrimSpace(t))
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "description: "); ok {
+			desc = v
+		}
+	}
+	var built []string
+	for _, triple := range targetTriples {
+		built = append(built, triple)
+	}
+	if !sameSet(targets, built) {
+		t.Fatalf("iii.worker.yaml targets %v, but the worker builds for %v", targets, built)
+	}
+	if desc != description {
+		t.Fatalf("iii.worker.yaml description %q differs from the manifest's", desc)
+	}
+}

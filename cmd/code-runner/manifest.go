@@ -21,12 +21,11 @@ type manifest struct {
 	SupportedTargets []string        `json:"supported_targets"`
 }
 
-// targetTriples maps GOOS/GOARCH to the registry's target triples.
+// targetTriples maps the GOOS/GOARCH pairs this worker builds for to the
+// registry's target triples (Linux only: docs/behaviour.md#process-manifest).
 var targetTriples = map[string]string{
-	"linux/amd64":  "x86_64-unknown-linux-gnu",
-	"linux/arm64":  "aarch64-unknown-linux-gnu",
-	"darwin/amd64": "x86_64-apple-darwin",
-	"darwin/arm64": "aarch64-apple-darwin",
+	"linux/amd64": "x86_64-unknown-linux-gnu",
+	"linux/arm64": "aarch64-unknown-linux-gnu",
 }
 
 func buildManifest() manifest {
