@@ -120,6 +120,55 @@ echo "building zlib, bzip2 and SQLite for wasm32-wasi"
 	cp sqlite3.h "$PREFIX/include/"
 )
 
+# The one change to CPython: every 1024th eval-breaker check (backward
+# jumps and calls) calls the host's code_runner.tick. wasm code never
+# reaches a Go preemption point, so without it a spinning guest holds its
+# worker thread — and any stop-the-world pause of the worker — until it
+# stops. Emscripten builds keep their own periodic hook; WASI builds had none.
+cat >"$WORK/python/Include/internal/pycore_emscripten_signal.h" <<'HEADER'
+#ifndef Py_EMSCRIPTEN_SIGNAL_H
+#define Py_EMSCRIPTEN_SIGNAL_H
+
+#if defined(__EMSCRIPTEN__)
+
+void
+_Py_CheckEmscriptenSignals(void);
+
+void
+_Py_CheckEmscriptenSignalsPeriodically(void);
+
+#define _Py_CHECK_EMSCRIPTEN_SIGNALS() _Py_CheckEmscriptenSignals()
+
+#define _Py_CHECK_EMSCRIPTEN_SIGNALS_PERIODICALLY() _Py_CheckEmscriptenSignalsPeriodically()
+
+extern int Py_EMSCRIPTEN_SIGNAL_HANDLING;
+
+#elif defined(__wasi__)
+
+__attribute__((import_module("code_runner"), import_name("tick")))
+void _Py_CodeRunnerTick(void);
+
+static unsigned int _Py_code_runner_clock __attribute__((unused));
+
+#define _Py_CHECK_EMSCRIPTEN_SIGNALS()
+#define _Py_CHECK_EMSCRIPTEN_SIGNALS_PERIODICALLY() \
+    do { \
+        if (++_Py_code_runner_clock >= 1024) { \
+            _Py_code_runner_clock = 0; \
+            _Py_CodeRunnerTick(); \
+        } \
+    } while (0)
+
+#else
+
+#define _Py_CHECK_EMSCRIPTEN_SIGNALS()
+#define _Py_CHECK_EMSCRIPTEN_SIGNALS_PERIODICALLY()
+
+#endif
+
+#endif // ndef Py_EMSCRIPTEN_SIGNAL_H
+HEADER
+
 echo "configuring CPython for wasm32-wasi (a few minutes)"
 mkdir -p "$WORK/python/builddir/wasi"
 cd "$WORK/python/builddir/wasi"

@@ -2,10 +2,13 @@ package python
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,4 +275,56 @@ func TestCloseLeavesNoDirectories(t *testing.T) {
 		}
 		t.Fatalf("left behind: %v", names)
 	}
+}
+
+// TestASpinningGuestCannotHoldTheWorkerThread: on a one-CPU worker
+// (GOMAXPROCS=1) a guest spinning in Python must leave the worker's other
+// goroutines the thread often, not only when the scheduler preempts it
+// (every 10 ms or more: wasm code reaches Go only through the kill checks).
+// A goroutine counts how often it gets the thread; the guest reads the
+// count (a guest call) before and after a loop of 3·10⁶ iterations. With
+// the interpreter yielding through code_runner.tick every 1024 iterations
+// the counter got ~2,900 turns; with the tick entering Go without
+// yielding, ~50.
+func TestASpinningGuestCannotHoldTheWorkerThread(t *testing.T) {
+	var turns atomic.Int64
+	r := newRigWith(t, nil, countTransport{&turns})
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.mustRun(t, "result = 1") // boot outside the single-thread window
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				turns.Add(1)
+				runtime.Gosched()
+			}
+		}
+	}()
+	res, cerr := r.run(t, map[string]any{"timeout_ms": 30000,
+		"code": "a = iii.trigger({'function_id': 'probe::turns'})\nfor i in range(3 * 10**6):\n    pass\nb = iii.trigger({'function_id': 'probe::turns'})\nresult = b - a"})
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	var during int64
+	if err := json.Unmarshal(res.Result, &during); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%s %s", res.Result, res.Stderr)
+	}
+	if during < 500 {
+		t.Fatalf("another goroutine got the only thread %d times while the guest spun 3·10⁶ iterations", during)
+	}
+}
+
+// countTransport answers every guest call with the count so far.
+type countTransport struct{ n *atomic.Int64 }
+
+func (c countTransport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
+	return json.RawMessage(strconv.FormatInt(c.n.Load(), 10)), nil
 }

@@ -38,16 +38,25 @@ type rig struct {
 
 func newRig(t testing.TB, mut func(*configsvc.Config)) *rig {
 	t.Helper()
+	return newRigWith(t, mut, nil)
+}
+
+// newRigWith is newRig with guest calls answered by tr (nil: the loopback).
+func newRigWith(t testing.TB, mut func(*configsvc.Config), tr core.Transport) *rig {
+	t.Helper()
 	cfg := configsvc.Defaults()
 	cfg.WarmPoolPython = 0
 	if mut != nil {
 		mut(&cfg)
 	}
 	r := &rig{reg: core.NewRegistry(nil), cfg: cfg, lb: &enginetest.Loopback{}, bus: enginetest.NewBus()}
-	r.router = core.NewRouter(r.lb, quiet())
+	if tr == nil {
+		tr = r.lb
+	}
+	r.router = core.NewRouter(tr, quiet())
 	r.router.Reconfigure(&configsvc.Snapshot{Config: cfg})
 	// Guest functions are routes, as in the worker.
-	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: r.lb, Config: &configsvc.Snapshot{Config: cfg}, Log: quiet(), CacheDir: testCacheDir})
+	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: tr, Config: &configsvc.Snapshot{Config: cfg}, Log: quiet(), CacheDir: testCacheDir})
 	t.Cleanup(r.eng.Close)
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
