@@ -328,3 +328,35 @@ type countTransport struct{ n *atomic.Int64 }
 func (c countTransport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
 	return json.RawMessage(strconv.FormatInt(c.n.Load(), 10)), nil
 }
+
+// TestGuestsSpinningInsideCAreKilled: loops that never return to the
+// bytecode loop — a C iterator summed forever, a regular expression
+// backtracking — still end at their deadline (every loop of the
+// interpreter calls code_runner.tick, which ends a killed instance), and
+// the worker serves on.
+func TestGuestsSpinningInsideCAreKilled(t *testing.T) {
+	r := newRig(t, nil)
+	for _, code := range []string{
+		"while True: pass",
+		"import itertools\nsum(itertools.repeat(1))",
+		"import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')",
+		"import collections, itertools\ncollections.deque(itertools.count(), maxlen=0)",
+	} {
+		done := make(chan *core.Error, 1)
+		go func() {
+			_, err := r.run(t, map[string]any{"code": code, "timeout_ms": 300})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Code != core.CodeTimeout {
+				t.Fatalf("%q: %v", code, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%q outlived its 300 ms deadline by a minute", code)
+		}
+		if res := r.mustRun(t, "result = 1"); string(res.Result) != "1" {
+			t.Fatalf("after %q: %s %s", code, res.Result, res.Stderr)
+		}
+	}
+}

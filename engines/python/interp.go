@@ -154,7 +154,8 @@ func kindOf(ev []byte) string {
 }
 
 // kill ends the interpreter at once: the context cancel stops executing
-// wasm (close-on-context-done), closing stdin frees a guest blocked reading,
+// wasm at its next code_runner.tick (tick.go: within 1,024 bytecode checks
+// or 65,536 loop iterations), closing stdin frees a guest blocked reading,
 // and closing killed frees one blocked handing the host an event.
 func (ip *interp) kill() {
 	ip.killOnce.Do(func() {

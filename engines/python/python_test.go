@@ -498,9 +498,12 @@ func TestPythonRegisterFunction(t *testing.T) {
 	}
 }
 
-// emptyModule is the smallest valid wasm module: it exercises the cache
-// without paying for a cold python.wasm compile.
-var emptyModule = []byte("\x00asm\x01\x00\x00\x00")
+// emptyModule is the smallest module the engine accepts — it imports
+// code_runner.tick, which every loop must be able to call: it exercises the
+// cache without paying for a cold python.wasm compile.
+var emptyModule = []byte("\x00asm\x01\x00\x00\x00" +
+	"\x01\x04\x01\x60\x00\x00" + // type 0: [] -> []
+	"\x02\x14\x01\x0bcode_runner\x04tick\x00\x00") // import code_runner.tick: type 0
 
 func TestCompilationCacheIsUsed(t *testing.T) {
 	dir := t.TempDir()

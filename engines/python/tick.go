@@ -8,23 +8,43 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
-// instantiateTick provides code_runner.tick, which the interpreter calls
-// every 1024th eval-breaker check (backward jumps and calls; our CPython
-// build adds the call, see deps/cpython/build.sh). Compiled wasm reaches Go
-// only through the kill checks at loop headers, where the scheduler
-// preempts a goroutine that has run for 10 ms or more: two guests computing
-// on two Ps left the rest of the worker — the bus, node calls — waiting in
-// 10 ms slices. Each tick yields the P and counts in ticks.
+// The host function guest Python calls at intervals: our CPython build
+// imports it and calls it every 1024th eval-breaker check (backward jumps
+// and calls, deps/cpython/build.sh), and the engine rewrites python.wasm so
+// every loop — C loops included — calls it every loopTickInterval
+// iterations (internal/wasmloops).
+const (
+	tickModule       = "code_runner"
+	tickName         = "tick"
+	loopTickInterval = 1 << 16
+)
+
+// instantiateTick provides code_runner.tick. Compiled wasm never reaches a
+// Go preemption point by itself, and the engine compiles python.wasm
+// without wazero's kill checks (an exit to Go at every loop header, 3.8×
+// the cost of the code), so the tick is both the kill and the yield:
+//
+//   - when the interpreter's context is done (a kill: deadline, budget,
+//     teardown) it ends the instance, as WASI's proc_exit does;
+//   - otherwise it yields the P, so a guest computing on every P still
+//     leaves the bus, node calls and timers their turn.
+//
+// Each call counts in ticks.
 func instantiateTick(ctx context.Context, rt wazero.Runtime, ticks *atomic.Int64) error {
-	_, err := rt.NewHostModuleBuilder("code_runner").
+	_, err := rt.NewHostModuleBuilder(tickModule).
 		NewFunctionBuilder().
-		WithGoFunction(api.GoFunc(func(context.Context, []uint64) {
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, _ []uint64) {
 			ticks.Add(1)
+			if ctx.Err() != nil {
+				_ = mod.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
+				panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+			}
 			runtime.Gosched()
 		}), nil, nil).
-		Export("tick").
+		Export(tickName).
 		Instantiate(ctx)
 	if err != nil {
 		return fmt.Errorf("instantiate code_runner host module: %w", err)
