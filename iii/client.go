@@ -83,6 +83,10 @@ type Request struct {
 	FunctionID   string
 	Data         json.RawMessage
 	Metadata     json.RawMessage
+	// Traceparent and Baggage are the caller's W3C trace context, as the
+	// engine forwarded them ("" when absent).
+	Traceparent string
+	Baggage     string
 }
 
 // Handler serves a registered function. It returns a JSON-encodable result
@@ -142,6 +146,10 @@ type Call struct {
 	Action   json.RawMessage
 	Metadata json.RawMessage
 	Timeout  time.Duration // 0 = Options.CallTimeout
+	// Traceparent and Baggage carry the caller's W3C trace context to the
+	// callee (omitted when "").
+	Traceparent string
+	Baggage     string
 }
 
 // InvocationError is a remote error, or a local timeout (code TIMEOUT).
@@ -358,7 +366,8 @@ func (c *Client) Invoke(ctx context.Context, call Call) (json.RawMessage, error)
 	if data == nil {
 		data = json.RawMessage("null")
 	}
-	f := &Frame{Type: TypeInvokeFunction, FunctionID: call.FunctionID, Data: data, Action: call.Action, Metadata: call.Metadata}
+	f := &Frame{Type: TypeInvokeFunction, FunctionID: call.FunctionID, Data: data, Action: call.Action, Metadata: call.Metadata,
+		Traceparent: call.Traceparent, Baggage: call.Baggage}
 	if strings.HasPrefix(call.FunctionID, "engine::") || strings.HasPrefix(call.FunctionID, "configuration::") {
 		if call.FunctionID != "engine::workers::register" {
 			f.Namespace = "default"
@@ -700,7 +709,8 @@ func (c *Client) handleInvoke(cn *conn, f *Frame) {
 				err = &InvocationError{Code: "invocation_failed", Message: fmt.Sprintf("handler for %s panicked", f.FunctionID)}
 			}
 		}()
-		res, err = fe.h(c.ctx, Request{InvocationID: f.InvocationID, FunctionID: f.FunctionID, Data: f.Data, Metadata: f.Metadata})
+		res, err = fe.h(c.ctx, Request{InvocationID: f.InvocationID, FunctionID: f.FunctionID, Data: f.Data, Metadata: f.Metadata,
+			Traceparent: f.Traceparent, Baggage: f.Baggage})
 	}()
 	if err != nil {
 		var ie *InvocationError

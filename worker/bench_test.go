@@ -119,3 +119,44 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	benchutil.Ratio(b, "p50-x-slower-while-computing", idle, busy)
 	b.ReportMetric(float64(busy.P(0.99))/float64(time.Millisecond), "p99-ms-while-computing")
 }
+
+// BenchmarkTelemetryCost: node one-shots over the bus with telemetry on
+// (spans to the engine's /otel socket) beside the same calls with
+// OTEL_ENABLED=false, each on a fresh worker in the same run. Interleaved
+// rounds, so drift on a noisy machine hits both alike.
+func BenchmarkTelemetryCost(b *testing.B) {
+	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	var on, off benchutil.Samples
+	for round := 0; round < 2; round++ {
+		for _, enabled := range []bool{true, false} {
+			env := envFrom(map[string]string{"OTEL_ENABLED": "false"})
+			if enabled {
+				env = envFrom(nil)
+			}
+			s := startServe(b, e, ServeOptions{Env: env})
+			time.Sleep(2 * time.Second) // pools fill
+			samples := benchutil.TimeEach(max(b.N, 50), func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "return 2+2"}, nil); err != nil || eb != nil {
+					b.Fatalf("%v %+v", err, eb)
+				}
+			}, func() { time.Sleep(20 * time.Millisecond) }) // the host recycles between calls
+			if enabled {
+				on = append(on, samples...)
+			} else {
+				off = append(off, samples...)
+			}
+			s.stop()
+		}
+	}
+	on.Report(b, "telemetry-on")
+	off.Report(b, "telemetry-off")
+	if off.P(0.5) > 0 {
+		b.ReportMetric(float64(on.P(0.5))/float64(off.P(0.5)), "p50-on/off")
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/telemetry"
 )
 
 // Bus publishes guest registrations over the worker's engine connection
@@ -14,12 +15,14 @@ import (
 // handlers it is given enter through the router.
 type Bus struct {
 	Client *iii.Client
+	Tel    *telemetry.Telemetry // nil: no spans
 }
 
-// RegisterFunction publishes a guest function.
+// RegisterFunction publishes a guest function; each invocation gets a span
+// (Traced).
 func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
 	b.Client.RegisterFunction(iii.FunctionDef{ID: reg.ID, Description: reg.Description, RequestFormat: reg.RequestFormat, ResponseFormat: reg.ResponseFormat},
-		func(ctx context.Context, req iii.Request) (any, error) {
+		Traced(b.Tel, func(ctx context.Context, req iii.Request) (any, error) {
 			res, err := h(ctx, core.GuestInvocation{Payload: req.Data, Metadata: req.Metadata})
 			if err != nil {
 				w := core.WireOf(err, req.FunctionID)
@@ -29,7 +32,7 @@ func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler
 				return json.RawMessage("null"), nil
 			}
 			return res, nil
-		})
+		}))
 }
 
 // UnregisterFunction retires a guest function.

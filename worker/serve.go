@@ -13,6 +13,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc/sources"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/telemetry"
 	"github.com/code-runner-go/code-runner/ui"
 )
 
@@ -34,6 +35,12 @@ type ServeOptions struct {
 	Log            *slog.Logger
 	// Ready, when set, is called once the worker serves.
 	Ready func(*App)
+	// Telemetry, when set, is given the worker's telemetry once it starts
+	// (tests flush it); TelemetryFlush overrides the 1 s batch interval and
+	// TelemetryQueue the 256 frames waiting for the engine's /otel socket.
+	Telemetry      func(*telemetry.Telemetry)
+	TelemetryFlush time.Duration
+	TelemetryQueue int
 }
 
 // NoEngineMessage is said once when the first attempt to reach the engine
@@ -112,8 +119,23 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		label = "config file"
 	}
 
-	transport := Transport{Client: client}
-	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client},
+	otelOn, otelSet := o.Env("OTEL_ENABLED")
+	otlpEndpoint, _ := o.Env("OTEL_EXPORTER_OTLP_ENDPOINT")
+	tel, err := telemetry.Start(ctx, telemetry.Options{EngineURL: o.URL, Enabled: telemetry.EnabledFromEnv(otelOn, otelSet),
+		OTLPEndpoint: otlpEndpoint, Service: "code-runner", Version: o.Version, FlushInterval: o.TelemetryFlush, QueueFrames: o.TelemetryQueue, Log: log})
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+	if o.Telemetry != nil {
+		o.Telemetry(tel)
+	}
+	transport := Transport{Client: client, Tel: tel}
+	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: transport, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log})
 	if err != nil {
@@ -129,7 +151,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			log.Info("python engine serving")
 		}
 	}()
-	pub := &Publisher{Client: client, Router: app.Router, Log: log}
+	pub := &Publisher{Client: client, Router: app.Router, Log: log, Tel: tel}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
 	// The console UI: the content function, then one trigger per asset over
 	// this connection (never engine::register_trigger).

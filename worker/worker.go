@@ -9,6 +9,9 @@ import (
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/telemetry"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Publisher registers routed worker functions on the bus.
@@ -16,6 +19,7 @@ type Publisher struct {
 	Client *iii.Client
 	Router *core.Router
 	Log    *slog.Logger
+	Tel    *telemetry.Telemetry // nil: no spans
 }
 
 // Publish registers the given worker function ids, in the order given, each
@@ -26,7 +30,7 @@ func (p *Publisher) Publish(ids ...string) {
 	for _, id := range ids {
 		d := DefOf(id)
 		p.Client.RegisterFunction(iii.FunctionDef{ID: d.ID, Description: d.Description, RequestFormat: d.RequestFormat,
-			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Handler(p.Router, p.Log))
+			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Traced(p.Tel, Handler(p.Router, p.Log)))
 	}
 }
 
@@ -51,18 +55,84 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 	}
 }
 
+// Traced wraps h in a span per invocation (telemetry.StartServer), parented
+// on the caller's traceparent: the function id, for runs the language and
+// mode, the request and result sizes and the outcome ("ok" or the error
+// code). Never the code, the payload, the result or a runtime id.
+func Traced(tel *telemetry.Telemetry, h iii.Handler) iii.Handler {
+	if tel == nil {
+		return h
+	}
+	return func(ctx context.Context, req iii.Request) (any, error) {
+		ctx = telemetry.Extract(ctx, req.Traceparent, req.Baggage)
+		ctx, span := tel.StartServer(ctx, req.FunctionID, requestAttrs(req)...)
+		res, err := h(ctx, req)
+		outcome := "ok"
+		var ie *iii.InvocationError
+		if errors.As(err, &ie) {
+			outcome = ie.Code
+		} else if err != nil {
+			outcome = "invocation_failed"
+		}
+		var attrs []attribute.KeyValue
+		if raw, ok := res.(json.RawMessage); ok {
+			attrs = append(attrs, attribute.Int("code_runner.result_bytes", len(raw)))
+		}
+		span.End(outcome, attrs...)
+		return res, err
+	}
+}
+
+// requestAttrs describes a request without its content: its size and, for
+// run and register_function, the language and the kind of runtime.
+func requestAttrs(req iii.Request) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attribute.Int("code_runner.request_bytes", len(req.Data))}
+	switch req.FunctionID {
+	case core.FnRun, core.FnRegisterFunction:
+		var r struct {
+			Lang      string `json:"lang"`
+			Keep      bool   `json:"keep"`
+			RuntimeID string `json:"runtime_id"`
+		}
+		_ = json.Unmarshal(req.Data, &r)
+		mode := "one-shot"
+		switch {
+		case req.FunctionID == core.FnRegisterFunction:
+			mode = "namespace"
+		case r.RuntimeID != "" || r.Keep:
+			mode = "kept"
+		}
+		attrs = append(attrs, attribute.String("code_runner.mode", mode))
+		if r.Lang == "node" || r.Lang == "python" { // a guest's own word is never copied
+			attrs = append(attrs, attribute.String("code_runner.lang", r.Lang))
+		}
+	}
+	return attrs
+}
+
 // Transport is the core.Transport of a worker connected to an engine.
 type Transport struct {
 	Client *iii.Client
+	Tel    *telemetry.Telemetry // nil: no spans
 }
 
-// Invoke performs a guest bus call through the client. A remote error (or
-// the client's timeout) comes back as a *core.RemoteError.
+// Invoke performs a guest bus call through the client, in a span of its
+// own whose context goes to the callee as traceparent and baggage. A
+// remote error (or the client's timeout) comes back as a *core.RemoteError.
 func (t Transport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
-	res, err := t.Client.Invoke(ctx, iii.Call{FunctionID: inv.FunctionID, Data: inv.Data, Action: inv.Action, Timeout: inv.Timeout})
+	ctx, span := t.Tel.StartClient(ctx, inv.FunctionID, attribute.Int("code_runner.request_bytes", len(inv.Data)))
+	tp, bg := telemetry.Inject(ctx)
+	res, err := t.Client.Invoke(ctx, iii.Call{FunctionID: inv.FunctionID, Data: inv.Data, Action: inv.Action, Timeout: inv.Timeout,
+		Traceparent: tp, Baggage: bg})
 	var ie *iii.InvocationError
 	if errors.As(err, &ie) {
+		span.End(ie.Code)
 		return nil, &core.RemoteError{Code: ie.Code, Message: ie.Message}
+	}
+	if err != nil {
+		span.End("invocation_failed")
+	} else {
+		span.End("ok", attribute.Int("code_runner.result_bytes", len(res)))
 	}
 	return res, err
 }

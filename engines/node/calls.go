@@ -59,8 +59,11 @@ func (r *runtime) trigger(m *hostproto.Msg) {
 		return
 	}
 	r.mu.Lock()
-	b := r.bridge
+	b, parent := r.bridge, r.callValues
 	r.mu.Unlock()
+	if parent == nil {
+		parent = context.Background() // detached work: no call
+	}
 	if b == nil {
 		b = core.NewPolicyBridge(r.e.opts.Transport, r.e.config())
 	}
@@ -71,7 +74,7 @@ func (r *runtime) trigger(m *hostproto.Msg) {
 	if string(a.Action) == "null" {
 		a.Action = nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.e.config().MaxTimeoutMS)*time.Millisecond+time.Second)
+	ctx, cancel := context.WithTimeout(parent, time.Duration(r.e.config().MaxTimeoutMS)*time.Millisecond+time.Second)
 	defer cancel()
 	res, err := b.Trigger(ctx, core.GuestTrigger{FunctionID: a.FunctionID, Payload: a.Payload, Action: a.Action, TimeoutMS: a.TimeoutMS, Deadline: deadline})
 	if err == nil && len(res) == 0 {

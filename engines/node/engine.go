@@ -316,6 +316,7 @@ type runtime struct {
 	destroyed  bool
 	nextTask   int64
 	bridge     core.Bridge
+	callValues context.Context // the running call's values (nil between calls)
 	fns        map[string]bool
 	triggers   map[string]bool
 	ttypes     map[string]bool
@@ -394,10 +395,14 @@ func escapeControl(s string) string {
 func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	r.mu.Lock()
 	r.bridge = ex.Bridge
+	// Guest calls during the run carry the call's values (its trace
+	// context), not its cancellation: they have their own deadlines.
+	r.callValues = context.WithoutCancel(ctx)
 	r.mu.Unlock()
 	d, err := r.exec(ctx, &hostproto.Msg{T: "run", Code: ex.Code})
 	r.mu.Lock()
 	r.bridge = nil
+	r.callValues = nil
 	r.mu.Unlock()
 	if err != nil {
 		return core.Outcome{}, err

@@ -28,8 +28,8 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
-	"github.com/code-runner-go/code-runner/internal/wasmloops"
 	"github.com/code-runner-go/code-runner/internal/warmpool"
+	"github.com/code-runner-go/code-runner/internal/wasmloops"
 )
 
 // recycleWait is how long a one-shot waits for a loaned interpreter to come

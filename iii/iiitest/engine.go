@@ -52,6 +52,8 @@ type Options struct {
 	// none): a soak's millions of frames would otherwise grow the engine
 	// without bound, inside the process whose memory the soak watches.
 	DiscardFrames bool
+	// NoOtel answers /otel with 404, as an engine without telemetry would.
+	NoOtel bool
 }
 
 // Recorded is one frame seen by the engine.
@@ -77,6 +79,7 @@ type Engine struct {
 	triggerTypes map[string]*triggerType
 	triggers     map[string]*trigger
 	frames       []Recorded
+	otel         [][]byte // binary frames received on /otel, in order
 	dropped      []string
 	changed      chan struct{} // closed and replaced on every recorded change
 
@@ -210,17 +213,36 @@ func (e *Engine) Close() {
 	e.srv.Close()
 }
 
+// serveOtel accepts the telemetry side channel and records every binary
+// frame (a 4-byte signal prefix, then OTLP JSON) unless DiscardFrames.
 func (e *Engine) serveOtel(w http.ResponseWriter, r *http.Request) {
+	if e.opts.NoOtel {
+		http.NotFound(w, r)
+		return
+	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
 	}
 	ws.SetReadLimit(-1)
 	for {
-		if _, _, err := ws.Read(r.Context()); err != nil {
+		typ, b, err := ws.Read(r.Context())
+		if err != nil {
 			return
 		}
+		if typ == websocket.MessageBinary && !e.opts.DiscardFrames {
+			e.mu.Lock()
+			e.otel = append(e.otel, b)
+			e.mu.Unlock()
+		}
 	}
+}
+
+// OtelFrames returns the binary frames received on /otel so far.
+func (e *Engine) OtelFrames() [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([][]byte{}, e.otel...)
 }
 
 func (e *Engine) serveWorker(w http.ResponseWriter, r *http.Request) {

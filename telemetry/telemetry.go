@@ -1,0 +1,195 @@
+// Package telemetry is the worker's OpenTelemetry tracing: a span for every
+// invocation it serves, parented on the caller's W3C traceparent, and a
+// child span for every bus call a guest makes, whose context travels on the
+// wire to the callee. Spans go to the engine's /otel socket in the frame
+// format the iii Node SDK uses (a 4-byte "OTLP" prefix, then OTLP JSON),
+// unless OTEL_ENABLED turns that off, and to any OTLP/HTTP collector named
+// by OTEL_EXPORTER_OTLP_ENDPOINT.
+//
+// Telemetry never waits on its exporters: spans queue in the SDK's batch
+// processor and then in a bounded frame queue, and what does not fit is
+// dropped and counted. Span attributes never carry code, results, stream
+// text or a runtime id.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Options configure Start.
+type Options struct {
+	// EngineURL is the engine's WebSocket address (ws://host:port); spans
+	// go to <EngineURL>/otel when Enabled.
+	EngineURL string
+	// Enabled is OTEL_ENABLED read with Enabled.
+	Enabled bool
+	// OTLPEndpoint is OTEL_EXPORTER_OTLP_ENDPOINT ("" = no collector).
+	OTLPEndpoint string
+	Service      string
+	Version      string
+	// FlushInterval is how long spans wait to be batched (default 1 s).
+	FlushInterval time.Duration
+	// QueueFrames is how many frames may wait for the engine's socket
+	// (default 256); more are dropped and counted.
+	QueueFrames int
+	Log           *slog.Logger
+}
+
+// EnabledFromEnv reads OTEL_ENABLED as the iii Node SDK does: on unless it
+// is false, 0, no or off (any case).
+func EnabledFromEnv(v string, set bool) bool {
+	if !set {
+		return true
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "false", "0", "no", "off":
+		return false
+	}
+	return true
+}
+
+// Telemetry holds the tracer provider and its exporters. The zero value
+// and a nil *Telemetry trace nothing.
+type Telemetry struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+	sink   *Sink
+}
+
+// Start builds the tracer provider for opts. With nothing to export to, it
+// returns a Telemetry that creates no spans at all.
+func Start(ctx context.Context, o Options) (*Telemetry, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = time.Second
+	}
+	if o.QueueFrames <= 0 {
+		o.QueueFrames = 256
+	}
+	t := &Telemetry{tracer: noop.NewTracerProvider().Tracer("")}
+	var procs []sdktrace.TracerProviderOption
+	if o.Enabled && o.EngineURL != "" {
+		t.sink = NewSink(strings.TrimSuffix(o.EngineURL, "/")+"/otel", o.QueueFrames, o.Log)
+		procs = append(procs, sdktrace.WithBatcher(&engineExporter{sink: t.sink}, sdktrace.WithBatchTimeout(o.FlushInterval)))
+	}
+	if o.OTLPEndpoint != "" {
+		exp, err := otlptracehttp.New(ctx) // reads OTEL_EXPORTER_OTLP_* itself
+		if err != nil {
+			if t.sink != nil {
+				t.sink.Close()
+			}
+			return nil, fmt.Errorf("OTLP/HTTP exporter for %s: %w", o.OTLPEndpoint, err)
+		}
+		procs = append(procs, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(o.FlushInterval)))
+	}
+	if len(procs) == 0 {
+		return t, nil
+	}
+	res := resource.NewSchemaless(semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version))
+	t.tp = sdktrace.NewTracerProvider(append(procs, sdktrace.WithResource(res))...)
+	t.tracer = t.tp.Tracer("code-runner", trace.WithInstrumentationVersion(o.Version))
+	return t, nil
+}
+
+// Shutdown flushes what is queued (bounded by ctx) and stops exporting.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil || t.tp == nil {
+		return nil
+	}
+	err := t.tp.Shutdown(ctx)
+	if t.sink != nil {
+		t.sink.Close()
+	}
+	return err
+}
+
+// ForceFlush exports every finished span now (tests; a clean stop).
+func (t *Telemetry) ForceFlush(ctx context.Context) error {
+	if t == nil || t.tp == nil {
+		return nil
+	}
+	return t.tp.ForceFlush(ctx)
+}
+
+// Dropped is how many span frames the engine socket's queue dropped.
+func (t *Telemetry) Dropped() int64 {
+	if t == nil || t.sink == nil {
+		return 0
+	}
+	return t.sink.Dropped()
+}
+
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// Extract returns ctx carrying the caller's trace context.
+func Extract(ctx context.Context, traceparent, baggage string) context.Context {
+	if traceparent == "" && baggage == "" {
+		return ctx
+	}
+	return propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent, "baggage": baggage})
+}
+
+// Inject returns the W3C traceparent and baggage of ctx's span ("" when
+// there is none).
+func Inject(ctx context.Context) (traceparent, baggage string) {
+	c := propagation.MapCarrier{}
+	propagator.Inject(ctx, c)
+	return c["traceparent"], c["baggage"]
+}
+
+// Span is one span being recorded; a nil *Span records nothing.
+type Span struct {
+	s     trace.Span
+	start time.Time
+}
+
+// StartServer starts the span of an invocation this worker serves, a child
+// of the trace context in ctx (see Extract).
+func (t *Telemetry) StartServer(ctx context.Context, functionID string, attrs ...attribute.KeyValue) (context.Context, *Span) {
+	return t.start(ctx, functionID, trace.SpanKindServer, functionID, attrs)
+}
+
+// StartClient starts the span of a bus call a guest makes.
+func (t *Telemetry) StartClient(ctx context.Context, functionID string, attrs ...attribute.KeyValue) (context.Context, *Span) {
+	return t.start(ctx, "call "+functionID, trace.SpanKindClient, functionID, attrs)
+}
+
+func (t *Telemetry) start(ctx context.Context, name string, kind trace.SpanKind, functionID string, attrs []attribute.KeyValue) (context.Context, *Span) {
+	if t == nil || t.tp == nil {
+		return ctx, nil
+	}
+	attrs = append(attrs, attribute.String("code_runner.function_id", functionID))
+	ctx, s := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return ctx, &Span{s: s, start: time.Now()}
+}
+
+// End records the outcome — "ok" or the error code — and the span's
+// duration, and ends it.
+func (s *Span) End(outcome string, attrs ...attribute.KeyValue) {
+	if s == nil {
+		return
+	}
+	attrs = append(attrs, attribute.String("code_runner.outcome", outcome),
+		attribute.Float64("code_runner.duration_ms", float64(time.Since(s.start).Microseconds())/1000))
+	s.s.SetAttributes(attrs...)
+	if outcome != "ok" {
+		s.s.SetStatus(codes.Error, outcome)
+	}
+	s.s.End()
+}

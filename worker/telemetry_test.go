@@ -1,0 +1,180 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/telemetry"
+)
+
+// exportedSpan is a span as the engine's /otel socket received it.
+type exportedSpan struct {
+	TraceID      string `json:"traceId"`
+	SpanID       string `json:"spanId"`
+	ParentSpanID string `json:"parentSpanId"`
+	Name         string `json:"name"`
+	Kind         int    `json:"kind"`
+	Attributes   []struct {
+		Key   string `json:"key"`
+		Value struct {
+			StringValue *string `json:"stringValue"`
+		} `json:"value"`
+	} `json:"attributes"`
+}
+
+func (s exportedSpan) attr(key string) string {
+	for _, a := range s.Attributes {
+		if a.Key == key && a.Value.StringValue != nil {
+			return *a.Value.StringValue
+		}
+	}
+	return ""
+}
+
+// spansOf decodes every OTLP frame the engine received.
+func spansOf(t *testing.T, frames [][]byte) []exportedSpan {
+	t.Helper()
+	var out []exportedSpan
+	for _, f := range frames {
+		if !bytes.HasPrefix(f, []byte("OTLP")) {
+			continue
+		}
+		var doc struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []exportedSpan `json:"spans"`
+				} `json:"scopeSpans"`
+			} `json:"resourceSpans"`
+		}
+		if err := json.Unmarshal(f[4:], &doc); err != nil {
+			t.Fatalf("an OTLP frame is not OTLP JSON: %v\n%s", err, f)
+		}
+		for _, rs := range doc.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				out = append(out, ss.Spans...)
+			}
+		}
+	}
+	return out
+}
+
+// TestOneTraceFromCallerThroughGuestCalls: a caller's traceparent reaches
+// the worker's span for code-runner::run, the guest's iii.trigger is a
+// child span of it, and the callee — a Go worker on the same engine —
+// receives that child's context, in both languages. Nothing exported
+// carries the code, the result or a runtime id.
+func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
+	e := newTestEngine(t)
+	seen := make(chan string, 4)
+	demo := iii.New(iii.Options{URL: e.URL(), Name: "demo", Logger: quiet()})
+	defer demo.Close()
+	demo.RegisterFunction(iii.FunctionDef{ID: "demo::echo"}, func(ctx context.Context, r iii.Request) (any, error) {
+		seen <- r.Traceparent
+		return r.Data, nil
+	})
+	telc := make(chan *telemetry.Telemetry, 1)
+	startServe(t, e, ServeOptions{TelemetryFlush: 20 * time.Millisecond, Telemetry: func(tel *telemetry.Telemetry) { telc <- tel }})
+	tel := <-telc
+	caller := iii.New(iii.Options{URL: e.URL(), Name: "caller", Logger: quiet()})
+	defer caller.Close()
+	ctx := ctxT(t)
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("demo::echo") }); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "do-not-export-7f3a"
+	for i, tc := range []struct{ lang, code string }{
+		{"python", "marker = '" + secret + "'\nresult = [iii.trigger({'function_id': 'demo::echo', 'payload': 1}), marker]"},
+		{"node", "const marker = '" + secret + "'; return [await iii.trigger({ function_id: 'demo::echo', payload: 2 }), marker]"},
+	} {
+		traceID := fmt.Sprintf("%032x", 0xabc0+i)
+		parentID := fmt.Sprintf("%016x", 0xdef0+i)
+		data, _ := json.Marshal(map[string]any{"lang": tc.lang, "code": tc.code, "keep": true})
+		res, err := caller.Invoke(ctx, iii.Call{FunctionID: "code-runner::run", Data: data, Timeout: 60 * time.Second,
+			Traceparent: "00-" + traceID + "-" + parentID + "-01"})
+		if err != nil || !strings.Contains(string(res), secret) {
+			t.Fatalf("%s: %s %v", tc.lang, res, err)
+		}
+		var run struct {
+			RuntimeID string `json:"runtime_id"`
+		}
+		_ = json.Unmarshal(res, &run)
+		var calleeSaw string
+		select {
+		case calleeSaw = <-seen:
+		case <-ctx.Done():
+			t.Fatal("the callee was never called")
+		}
+		var server, client exportedSpan
+		deadline := time.Now().Add(20 * time.Second)
+		for server.SpanID == "" || client.SpanID == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: spans never exported for trace %s: %d frames", tc.lang, traceID, len(e.OtelFrames()))
+			}
+			_ = tel.ForceFlush(ctx)
+			time.Sleep(20 * time.Millisecond)
+			for _, s := range spansOf(t, e.OtelFrames()) {
+				if s.TraceID != traceID {
+					continue
+				}
+				switch s.Name {
+				case "code-runner::run":
+					server = s
+				case "call demo::echo":
+					client = s
+				}
+			}
+		}
+		if server.ParentSpanID != parentID || server.Kind != 2 || server.attr("code_runner.lang") != tc.lang ||
+			server.attr("code_runner.mode") != "kept" || server.attr("code_runner.outcome") != "ok" {
+			t.Fatalf("%s: the run's span %+v", tc.lang, server)
+		}
+		if client.ParentSpanID != server.SpanID || client.Kind != 3 || client.attr("code_runner.function_id") != "demo::echo" {
+			t.Fatalf("%s: the guest call's span %+v is not a client child of the run's %s", tc.lang, client, server.SpanID)
+		}
+		if want := "00-" + traceID + "-" + client.SpanID + "-01"; calleeSaw != want {
+			t.Fatalf("%s: the callee saw traceparent %q, want %q", tc.lang, calleeSaw, want)
+		}
+		for _, f := range e.OtelFrames() {
+			for _, leak := range []string{secret, run.RuntimeID} {
+				if leak != "" && bytes.Contains(f, []byte(leak)) {
+					t.Fatalf("%s: exported telemetry contains %q", tc.lang, leak)
+				}
+			}
+		}
+	}
+}
+
+// TestRunsAreServedWhenTheOtelSocketIsDown: an engine that refuses /otel
+// costs the calls nothing; the spans are dropped, not waited for.
+func TestRunsAreServedWhenTheOtelSocketIsDown(t *testing.T) {
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), NoOtel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	telc := make(chan *telemetry.Telemetry, 1)
+	startServe(t, e, ServeOptions{TelemetryFlush: 10 * time.Millisecond, TelemetryQueue: 4, Telemetry: func(tel *telemetry.Telemetry) { telc <- tel }})
+	tel := <-telc
+	ctx := ctxT(t)
+	for i := 0; i < 30; i++ { // a frame each, more than the queue's 4
+		res, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "return 1"}, nil)
+		if err != nil || eb != nil || !strings.Contains(string(res), `"result":1`) {
+			t.Fatalf("call %d: %s %+v %v", i, res, eb, err)
+		}
+		_ = tel.ForceFlush(ctx)
+	}
+	if len(e.OtelFrames()) != 0 {
+		t.Fatal("frames arrived on a refused socket")
+	}
+	_ = tel.ForceFlush(ctx)
+	if tel.Dropped() == 0 {
+		t.Fatal("with /otel down and the queue full, no frame was counted as dropped")
+	}
+}
