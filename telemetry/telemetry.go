@@ -1,4 +1,4 @@
-// Package telemetry is the worker's OpenTelemetry tracing: a span for every
+// Package telemetry is the worker's OpenTelemetry tracing and metrics: a span for every
 // invocation it serves, parented on the caller's W3C traceparent, and a
 // child span for every bus call a guest makes, whose context travels on the
 // wire to the callee. Spans go to the engine's /otel socket in the frame
@@ -14,6 +14,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -22,7 +23,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -46,7 +49,9 @@ type Options struct {
 	// QueueFrames is how many frames may wait for the engine's socket
 	// (default 256); more are dropped and counted.
 	QueueFrames int
-	Log           *slog.Logger
+	// MetricInterval is how often metrics are exported (default 10 s).
+	MetricInterval time.Duration
+	Log            *slog.Logger
 }
 
 // EnabledFromEnv reads OTEL_ENABLED as the iii Node SDK does: on unless it
@@ -65,9 +70,11 @@ func EnabledFromEnv(v string, set bool) bool {
 // Telemetry holds the tracer provider and its exporters. The zero value
 // and a nil *Telemetry trace nothing.
 type Telemetry struct {
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
-	sink   *Sink
+	tp      *sdktrace.TracerProvider
+	tracer  trace.Tracer
+	mp      *sdkmetric.MeterProvider
+	metrics *Metrics
+	sink    *Sink
 }
 
 // Start builds the tracer provider for opts. With nothing to export to, it
@@ -81,6 +88,9 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	}
 	if o.QueueFrames <= 0 {
 		o.QueueFrames = 256
+	}
+	if o.MetricInterval <= 0 {
+		o.MetricInterval = 10 * time.Second
 	}
 	t := &Telemetry{tracer: noop.NewTracerProvider().Tracer("")}
 	var procs []sdktrace.TracerProviderOption
@@ -104,7 +114,43 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	res := resource.NewSchemaless(semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version))
 	t.tp = sdktrace.NewTracerProvider(append(procs, sdktrace.WithResource(res))...)
 	t.tracer = t.tp.Tracer("code-runner", trace.WithInstrumentationVersion(o.Version))
+	if t.sink != nil {
+		t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&engineMetricExporter{sink: t.sink}, sdkmetric.WithInterval(o.MetricInterval))))
+		m, err := newMetrics(t.mp.Meter("code-runner", metric.WithInstrumentationVersion(o.Version)))
+		if err != nil {
+			_ = t.Shutdown(ctx)
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		t.metrics = m
+	}
 	return t, nil
+}
+
+// Metrics returns the worker's instruments (nil, which records nothing,
+// when metrics are not exported).
+func (t *Telemetry) Metrics() *Metrics {
+	if t == nil {
+		return nil
+	}
+	return t.metrics
+}
+
+// ObserveRuntimes registers the code_runner.runtimes.live gauge: live
+// returns the number of live runtimes of each kind ("kept", "namespace").
+func (t *Telemetry) ObserveRuntimes(live func() map[string]int64) error {
+	if t == nil || t.mp == nil {
+		return nil
+	}
+	_, err := t.mp.Meter("code-runner").Int64ObservableGauge("code_runner.runtimes.live",
+		metric.WithDescription("live runtimes by kind"), metric.WithUnit("{runtime}"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for kind, n := range live() {
+				o.Observe(n, metric.WithAttributes(attribute.String("kind", kind)))
+			}
+			return nil
+		}))
+	return err
 }
 
 // Shutdown flushes what is queued (bounded by ctx) and stops exporting.
@@ -113,6 +159,9 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	err := t.tp.Shutdown(ctx)
+	if t.mp != nil {
+		err = errors.Join(err, t.mp.Shutdown(ctx))
+	}
 	if t.sink != nil {
 		t.sink.Close()
 	}
@@ -124,7 +173,11 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	if t == nil || t.tp == nil {
 		return nil
 	}
-	return t.tp.ForceFlush(ctx)
+	err := t.tp.ForceFlush(ctx)
+	if t.mp != nil {
+		err = errors.Join(err, t.mp.ForceFlush(ctx))
+	}
+	return err
 }
 
 // Dropped is how many span frames the engine socket's queue dropped.

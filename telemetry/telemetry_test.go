@@ -3,12 +3,15 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -59,8 +62,8 @@ func TestSpansFrameShape(t *testing.T) {
 			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: client, TraceFlags: trace.FlagsSampled}),
 			Parent:      trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: server}),
 			StartTime:   start.Add(time.Millisecond), EndTime: start.Add(1200 * time.Microsecond),
-			Status:      sdktrace.Status{Code: codes.Error, Description: "timeout"},
-			Attributes:  []attribute.KeyValue{attribute.StringSlice("ids", []string{"a", "b"})},
+			Status:     sdktrace.Status{Code: codes.Error, Description: "timeout"},
+			Attributes: []attribute.KeyValue{attribute.StringSlice("ids", []string{"a", "b"})},
 		},
 	}
 	b, err := json.MarshalIndent(encodeSpans(stubs.Snapshots()), "", "  ")
@@ -88,5 +91,76 @@ func TestExporterQueuesOneFramePerBatch(t *testing.T) {
 	}
 	if s.Dropped() != 1 {
 		t.Fatalf("dropped %d, want 1 (the second batch found the queue full)", s.Dropped())
+	}
+}
+
+// TestMetricsClassifyKillsAndReloads records a known sequence on the
+// worker's instruments and reads it back through the OTLP JSON encoding.
+func TestMetricsClassifyKillsAndReloads(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	m, err := newMetrics(mp.Meter("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m.Invocation(ctx, "worker", "code-runner::run", "python", "kept", "code-runner::resource_exhausted",
+		"code-runner::resource_exhausted: python interpreter ran out of memory", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "python", "one-shot", "code-runner::resource_exhausted",
+		"code-runner::resource_exhausted: run wrote more than 4194304 bytes (or more than 64 files) under /out and was killed", time.Millisecond)
+	m.Invocation(ctx, "guest", "ns::f", "", "", "code-runner::timeout", "code-runner::timeout: execution exceeded its deadline", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "node", "one-shot", "code-runner::invalid_request", "code-runner::invalid_request: code is empty", time.Millisecond)
+	m.Reload(ctx, true)
+	m.Reload(ctx, false)
+	m.Reload(ctx, false)
+	m.BridgeCall(ctx, "ok")
+	var nilMetrics *Metrics
+	nilMetrics.Reload(ctx, true) // records nothing, never panics
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(encodeMetrics(&rm))
+	var doc otlpMetricsDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, sm := range doc.ResourceMetrics[0].ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Sum == nil {
+				continue
+			}
+			for _, p := range mt.Sum.DataPoints {
+				key := mt.Name
+				for _, a := range p.Attributes {
+					key += " " + a.Key + "=" + *a.Value.StringValue
+				}
+				got[key] = *p.AsInt
+			}
+		}
+	}
+	for k, v := range map[string]string{
+		"code_runner.kills reason=memory":                                               "1",
+		"code_runner.kills reason=budget":                                               "1",
+		"code_runner.kills reason=timeout":                                              "1",
+		"code_runner.config.reloads result=accepted":                                    "1",
+		"code_runner.config.reloads result=rejected":                                    "2",
+		"code_runner.bridge.calls outcome=ok":                                           "1",
+		"code_runner.invocations kind=guest outcome=code-runner::timeout":               "1",
+		"code_runner.runs lang=node mode=one-shot outcome=code-runner::invalid_request": "1",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	kills := 0
+	for k := range got {
+		if strings.HasPrefix(k, "code_runner.kills ") {
+			kills++
+		}
+	}
+	if kills != 3 || len(got) != 12 {
+		t.Errorf("%d kill series of %d, want 3 of 12 (an invalid request is no kill): %v", kills, len(got), got)
 	}
 }

@@ -33,6 +33,9 @@ type App struct {
 
 	// UI serves the console assets.
 	UI *ui.Store
+	// OnReload, when set, learns whether each configuration change was
+	// applied (true) or refused (false) — telemetry counts them.
+	OnReload func(accepted bool)
 
 	// components are reconfigured, in order, after the routes on a reload.
 	components []core.Reconfigurer

@@ -22,7 +22,7 @@ type Bus struct {
 // (Traced).
 func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
 	b.Client.RegisterFunction(iii.FunctionDef{ID: reg.ID, Description: reg.Description, RequestFormat: reg.RequestFormat, ResponseFormat: reg.ResponseFormat},
-		Traced(b.Tel, func(ctx context.Context, req iii.Request) (any, error) {
+		Traced(b.Tel, "guest", func(ctx context.Context, req iii.Request) (any, error) {
 			res, err := h(ctx, core.GuestInvocation{Payload: req.Data, Metadata: req.Metadata})
 			if err != nil {
 				w := core.WireOf(err, req.FunctionID)

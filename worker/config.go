@@ -50,9 +50,10 @@ func noGuidance(context.Context, *core.Call) (any, error) { return guidance.Resp
 // configuration (a bad edit never half-applies) and the error is returned.
 // On success one INFO line names every changed key, old → new, and what it
 // affects.
-func (a *App) ApplyConfig(cfg configsvc.Config, source string) error {
+func (a *App) ApplyConfig(cfg configsvc.Config, source string) (err error) {
 	a.applyMu.Lock()
 	defer a.applyMu.Unlock()
+	defer func() { a.reloaded(err == nil) }()
 	next := a.Store.Next(cfg, source)
 	a.Router.Reconfigure(next)
 	old, ok := a.Store.Publish(next)
@@ -115,6 +116,7 @@ func (r *Reloader) Refresh(ctx context.Context) {
 	cfg, err := r.Source.Fetch(ctx)
 	if err != nil {
 		r.App.Log.Error("configuration reload failed; the previous configuration stays live", "err", err)
+		r.App.reloaded(false)
 		return
 	}
 	_ = r.App.ApplyConfig(cfg, r.Label) // a refusal is logged; the previous configuration stays
@@ -123,4 +125,11 @@ func (r *Reloader) Refresh(ctx context.Context) {
 func (r *Reloader) handle(ctx context.Context, call *core.Call) (any, error) {
 	r.Refresh(ctx)
 	return map[string]bool{"ok": true}, nil
+}
+
+// reloaded tells OnReload about one configuration change.
+func (a *App) reloaded(accepted bool) {
+	if a.OnReload != nil {
+		a.OnReload(accepted)
+	}
 }

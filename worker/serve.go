@@ -122,7 +122,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	otelOn, otelSet := o.Env("OTEL_ENABLED")
 	otlpEndpoint, _ := o.Env("OTEL_EXPORTER_OTLP_ENDPOINT")
 	tel, err := telemetry.Start(ctx, telemetry.Options{EngineURL: o.URL, Enabled: telemetry.EnabledFromEnv(otelOn, otelSet),
-		OTLPEndpoint: otlpEndpoint, Service: "code-runner", Version: o.Version, FlushInterval: o.TelemetryFlush, QueueFrames: o.TelemetryQueue, Log: log})
+		OTLPEndpoint: otlpEndpoint, Service: "code-runner", Version: o.Version, FlushInterval: o.TelemetryFlush, MetricInterval: o.TelemetryFlush, QueueFrames: o.TelemetryQueue, Log: log})
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
@@ -142,6 +142,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer app.Close()
+	app.OnReload = func(accepted bool) { tel.Metrics().Reload(context.Background(), accepted) }
+	fileSrc.Rejected = func() { tel.Metrics().Reload(context.Background(), false) }
+	if err := tel.ObserveRuntimes(func() map[string]int64 {
+		return map[string]int64{"kept": int64(len(app.Registry.Kept())),
+			"namespace": int64(app.Namespaces.CountLang(core.LangNode) + app.Namespaces.CountLang(core.LangPython))}
+	}); err != nil {
+		log.Warn("telemetry: the live-runtimes gauge is off", "err", err)
+	}
 
 	// Python compiles (or loads its compilation cache) in the background:
 	// nothing waits for it. Python requests that arrive meanwhile wait for

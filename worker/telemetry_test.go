@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,122 @@ func TestRunsAreServedWhenTheOtelSocketIsDown(t *testing.T) {
 	_ = tel.ForceFlush(ctx)
 	if tel.Dropped() == 0 {
 		t.Fatal("with /otel down and the queue full, no frame was counted as dropped")
+	}
+}
+
+// metricPoints returns, from the latest MTRC frame, the data points of the
+// named metric as "k=v,k=v" attribute strings (sorted keys) → value (the
+// count, for histograms).
+func metricPoints(t *testing.T, frames [][]byte, name string) map[string]string {
+	t.Helper()
+	for i := len(frames) - 1; i >= 0; i-- {
+		f := frames[i]
+		if !bytes.HasPrefix(f, []byte("MTRC")) {
+			continue
+		}
+		type point struct {
+			Attributes []struct {
+				Key   string `json:"key"`
+				Value struct {
+					StringValue string `json:"stringValue"`
+				} `json:"value"`
+			} `json:"attributes"`
+			AsInt string `json:"asInt"`
+			Count string `json:"count"`
+		}
+		var doc struct {
+			ResourceMetrics []struct {
+				ScopeMetrics []struct {
+					Metrics []struct {
+						Name      string                        `json:"name"`
+						Sum       *struct{ DataPoints []point } `json:"sum"`
+						Histogram *struct{ DataPoints []point } `json:"histogram"`
+					} `json:"metrics"`
+				} `json:"scopeMetrics"`
+			} `json:"resourceMetrics"`
+		}
+		if err := json.Unmarshal(f[4:], &doc); err != nil {
+			t.Fatalf("a metrics frame is not OTLP JSON: %v", err)
+		}
+		out := map[string]string{}
+		for _, rm := range doc.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if m.Name != name {
+						continue
+					}
+					var pts []point
+					if m.Sum != nil {
+						pts = m.Sum.DataPoints
+					}
+					if m.Histogram != nil {
+						pts = m.Histogram.DataPoints
+					}
+					for _, p := range pts {
+						var kv []string
+						for _, a := range p.Attributes {
+							kv = append(kv, a.Key+"="+a.Value.StringValue)
+						}
+						sort.Strings(kv)
+						v := p.AsInt
+						if v == "" {
+							v = p.Count
+						}
+						out[strings.Join(kv, ",")] = v
+					}
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// TestMetricsAfterAKnownSequence: two python one-shots that succeed and a
+// node one-shot killed at its deadline show up in the metrics the engine
+// receives: runs by language, mode and outcome, their durations, and one
+// kill for the timeout.
+func TestMetricsAfterAKnownSequence(t *testing.T) {
+	e := newTestEngine(t)
+	telc := make(chan *telemetry.Telemetry, 1)
+	startServe(t, e, ServeOptions{TelemetryFlush: 20 * time.Millisecond, Telemetry: func(tel *telemetry.Telemetry) { telc <- tel }})
+	tel := <-telc
+	ctx := ctxT(t)
+	for i := 0; i < 2; i++ {
+		if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "code": "result = 1"}, nil); err != nil || eb != nil {
+			t.Fatal(err, eb)
+		}
+	}
+	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "for (;;) {}", "timeout_ms": 200}, nil); err != nil || eb == nil || eb.Code != "code-runner::timeout" {
+		t.Fatalf("the spinning node run: %v %+v", err, eb)
+	}
+	want := map[string]map[string]string{
+		"code_runner.runs": {
+			"lang=python,mode=one-shot,outcome=ok":                 "2",
+			"lang=node,mode=one-shot,outcome=code-runner::timeout": "1",
+		},
+		"code_runner.run.duration": {"lang=python,outcome=ok": "2", "lang=node,outcome=code-runner::timeout": "1"},
+		"code_runner.kills":        {"reason=timeout": "1"},
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_ = tel.ForceFlush(ctx)
+		frames := e.OtelFrames()
+		ok := true
+		for name, points := range want {
+			got := metricPoints(t, frames, name)
+			for k, v := range points {
+				if got[k] != v {
+					ok = false
+					if time.Now().After(deadline) {
+						t.Fatalf("%s{%s} = %q, want %q (all: %v)", name, k, got[k], v, got)
+					}
+				}
+			}
+		}
+		if ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/core"
@@ -30,7 +31,7 @@ func (p *Publisher) Publish(ids ...string) {
 	for _, id := range ids {
 		d := DefOf(id)
 		p.Client.RegisterFunction(iii.FunctionDef{ID: d.ID, Description: d.Description, RequestFormat: d.RequestFormat,
-			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Traced(p.Tel, Handler(p.Router, p.Log)))
+			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Traced(p.Tel, "worker", Handler(p.Router, p.Log)))
 	}
 }
 
@@ -59,55 +60,68 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 // on the caller's traceparent: the function id, for runs the language and
 // mode, the request and result sizes and the outcome ("ok" or the error
 // code). Never the code, the payload, the result or a runtime id.
-func Traced(tel *telemetry.Telemetry, h iii.Handler) iii.Handler {
+//
+// kind ("worker" or "guest") labels the invocation in the metrics, which
+// also count runs, their durations and the kills among them.
+func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 	if tel == nil {
 		return h
 	}
 	return func(ctx context.Context, req iii.Request) (any, error) {
+		start := time.Now()
 		ctx = telemetry.Extract(ctx, req.Traceparent, req.Baggage)
-		ctx, span := tel.StartServer(ctx, req.FunctionID, requestAttrs(req)...)
+		lang, mode := describe(req)
+		attrs := []attribute.KeyValue{attribute.Int("code_runner.request_bytes", len(req.Data))}
+		if mode != "" {
+			attrs = append(attrs, attribute.String("code_runner.mode", mode))
+		}
+		if lang != "" {
+			attrs = append(attrs, attribute.String("code_runner.lang", lang))
+		}
+		ctx, span := tel.StartServer(ctx, req.FunctionID, attrs...)
 		res, err := h(ctx, req)
-		outcome := "ok"
+		outcome, message := "ok", ""
 		var ie *iii.InvocationError
 		if errors.As(err, &ie) {
-			outcome = ie.Code
+			outcome, message = ie.Code, ie.Message
 		} else if err != nil {
 			outcome = "invocation_failed"
 		}
-		var attrs []attribute.KeyValue
+		var end []attribute.KeyValue
 		if raw, ok := res.(json.RawMessage); ok {
-			attrs = append(attrs, attribute.Int("code_runner.result_bytes", len(raw)))
+			end = append(end, attribute.Int("code_runner.result_bytes", len(raw)))
 		}
-		span.End(outcome, attrs...)
+		span.End(outcome, end...)
+		tel.Metrics().Invocation(ctx, kind, req.FunctionID, lang, mode, outcome, message, time.Since(start))
 		return res, err
 	}
 }
 
-// requestAttrs describes a request without its content: its size and, for
-// run and register_function, the language and the kind of runtime.
-func requestAttrs(req iii.Request) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.Int("code_runner.request_bytes", len(req.Data))}
-	switch req.FunctionID {
-	case core.FnRun, core.FnRegisterFunction:
-		var r struct {
-			Lang      string `json:"lang"`
-			Keep      bool   `json:"keep"`
-			RuntimeID string `json:"runtime_id"`
-		}
-		_ = json.Unmarshal(req.Data, &r)
-		mode := "one-shot"
-		switch {
-		case req.FunctionID == core.FnRegisterFunction:
-			mode = "namespace"
-		case r.RuntimeID != "" || r.Keep:
-			mode = "kept"
-		}
-		attrs = append(attrs, attribute.String("code_runner.mode", mode))
-		if r.Lang == "node" || r.Lang == "python" { // a guest's own word is never copied
-			attrs = append(attrs, attribute.String("code_runner.lang", r.Lang))
-		}
+// describe tells, for run and register_function, the language and the
+// kind of runtime of a request without copying anything else from it (a
+// language other than node or python is left out: a guest's own word is
+// never copied into telemetry).
+func describe(req iii.Request) (lang, mode string) {
+	if req.FunctionID != core.FnRun && req.FunctionID != core.FnRegisterFunction {
+		return "", ""
 	}
-	return attrs
+	var r struct {
+		Lang      string `json:"lang"`
+		Keep      bool   `json:"keep"`
+		RuntimeID string `json:"runtime_id"`
+	}
+	_ = json.Unmarshal(req.Data, &r)
+	mode = "one-shot"
+	switch {
+	case req.FunctionID == core.FnRegisterFunction:
+		mode = "namespace"
+	case r.RuntimeID != "" || r.Keep:
+		mode = "kept"
+	}
+	if r.Lang == "node" || r.Lang == "python" {
+		lang = r.Lang
+	}
+	return lang, mode
 }
 
 // Transport is the core.Transport of a worker connected to an engine.
@@ -127,12 +141,15 @@ func (t Transport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMes
 	var ie *iii.InvocationError
 	if errors.As(err, &ie) {
 		span.End(ie.Code)
+		t.Tel.Metrics().BridgeCall(ctx, ie.Code)
 		return nil, &core.RemoteError{Code: ie.Code, Message: ie.Message}
 	}
 	if err != nil {
 		span.End("invocation_failed")
+		t.Tel.Metrics().BridgeCall(ctx, "invocation_failed")
 	} else {
 		span.End("ok", attribute.Int("code_runner.result_bytes", len(res)))
+		t.Tel.Metrics().BridgeCall(ctx, "ok")
 	}
 	return res, err
 }

@@ -27,6 +27,8 @@ type FileSource struct {
 	Debounce time.Duration // default 500 ms
 	// Apply receives every valid configuration read after a change.
 	Apply func(configsvc.Config)
+	// Rejected, when set, is called for each change that did not validate.
+	Rejected func()
 
 	loaded []byte // the file's bytes as Load saw them (nil: missing)
 }
@@ -113,6 +115,9 @@ func (f *FileSource) reload() {
 	if err != nil {
 		probs := configsvc.Problems(err)
 		f.Log.Warn(fmt.Sprintf("config file %s rejected (%d problem(s)): %s; the previous configuration stays live", f.Path, len(probs), strings.Join(probs, "; ")))
+		if f.Rejected != nil {
+			f.Rejected()
+		}
 		return
 	}
 	f.Apply(cfg)

@@ -1,0 +1,284 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// metricsPrefix marks a metrics frame on the engine's /otel socket.
+const metricsPrefix = "MTRC"
+
+// Metrics are the worker's instruments (names in the OpenTelemetry
+// semantic-convention style). Every method of a nil *Metrics does nothing.
+type Metrics struct {
+	runs        metric.Int64Counter
+	runDuration metric.Float64Histogram
+	invocations metric.Int64Counter
+	kills       metric.Int64Counter
+	bridge      metric.Int64Counter
+	reloads     metric.Int64Counter
+}
+
+func newMetrics(m metric.Meter) (*Metrics, error) {
+	var (
+		ms  Metrics
+		err error
+	)
+	mk := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	mk(func() (e error) {
+		ms.runs, e = m.Int64Counter("code_runner.runs", metric.WithDescription("code-runner::run calls by language, mode and outcome"), metric.WithUnit("{run}"))
+		return
+	})
+	mk(func() (e error) {
+		ms.runDuration, e = m.Float64Histogram("code_runner.run.duration", metric.WithDescription("code-runner::run call duration"), metric.WithUnit("ms"),
+			metric.WithExplicitBucketBoundaries(0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000))
+		return
+	})
+	mk(func() (e error) {
+		ms.invocations, e = m.Int64Counter("code_runner.invocations", metric.WithDescription("invocations served, worker functions and guest-registered ones, by outcome"), metric.WithUnit("{invocation}"))
+		return
+	})
+	mk(func() (e error) {
+		ms.kills, e = m.Int64Counter("code_runner.kills", metric.WithDescription("calls that ended in a kill, by reason (timeout, memory, budget)"), metric.WithUnit("{kill}"))
+		return
+	})
+	mk(func() (e error) {
+		ms.bridge, e = m.Int64Counter("code_runner.bridge.calls", metric.WithDescription("guest bus calls that reached the engine, by outcome"), metric.WithUnit("{call}"))
+		return
+	})
+	mk(func() (e error) {
+		ms.reloads, e = m.Int64Counter("code_runner.config.reloads", metric.WithDescription("configuration changes, accepted or rejected"), metric.WithUnit("{reload}"))
+		return
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ms, nil
+}
+
+// Invocation records one served invocation: kind is "worker" or "guest",
+// outcome "ok" or the wire error code, message the wire error's text (it
+// tells a memory kill from a budget kill). For code-runner::run, lang and
+// mode describe the run ("" when unknown).
+func (m *Metrics) Invocation(ctx context.Context, kind, functionID, lang, mode, outcome, message string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.invocations.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind), attribute.String("outcome", outcome)))
+	if functionID == "code-runner::run" {
+		attrs := metric.WithAttributes(attribute.String("lang", lang), attribute.String("mode", mode), attribute.String("outcome", outcome))
+		m.runs.Add(ctx, 1, attrs)
+		m.runDuration.Record(ctx, float64(d.Microseconds())/1000, metric.WithAttributes(attribute.String("lang", lang), attribute.String("outcome", outcome)))
+	}
+	if reason := killReason(outcome, message); reason != "" {
+		m.kills.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+	}
+}
+
+// killReason classifies an outcome that means guest code was stopped.
+func killReason(outcome, message string) string {
+	switch {
+	case strings.HasSuffix(outcome, "::timeout"):
+		return "timeout"
+	case strings.HasSuffix(outcome, "::resource_exhausted") && strings.Contains(message, "and was killed"):
+		return "budget"
+	case strings.HasSuffix(outcome, "::resource_exhausted") && strings.Contains(message, "memory"):
+		return "memory"
+	}
+	return ""
+}
+
+// BridgeCall records one guest bus call that went out to the engine.
+func (m *Metrics) BridgeCall(ctx context.Context, outcome string) {
+	if m == nil {
+		return
+	}
+	m.bridge.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+// Reload records a configuration change that was applied or refused.
+func (m *Metrics) Reload(ctx context.Context, accepted bool) {
+	if m == nil {
+		return
+	}
+	result := "accepted"
+	if !accepted {
+		result = "rejected"
+	}
+	m.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+}
+
+// engineMetricExporter writes metrics to a Sink as "MTRC" + OTLP JSON.
+type engineMetricExporter struct {
+	sink *Sink
+}
+
+func (e *engineMetricExporter) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
+	return sdkmetric.DefaultTemporalitySelector(k)
+}
+
+func (e *engineMetricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
+	return sdkmetric.DefaultAggregationSelector(k)
+}
+
+func (e *engineMetricExporter) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
+	b, err := json.Marshal(encodeMetrics(rm))
+	if err != nil {
+		return err
+	}
+	e.sink.Send(append([]byte(metricsPrefix), b...))
+	return nil
+}
+
+func (e *engineMetricExporter) ForceFlush(context.Context) error { return nil }
+func (e *engineMetricExporter) Shutdown(context.Context) error   { return nil }
+
+type otlpMetricsDoc struct {
+	ResourceMetrics []otlpResourceMetrics `json:"resourceMetrics"`
+}
+
+type otlpResourceMetrics struct {
+	Resource     otlpResource       `json:"resource"`
+	ScopeMetrics []otlpScopeMetrics `json:"scopeMetrics"`
+}
+
+type otlpScopeMetrics struct {
+	Scope   otlpScope    `json:"scope"`
+	Metrics []otlpMetric `json:"metrics"`
+}
+
+type otlpMetric struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Unit        string         `json:"unit,omitempty"`
+	Sum         *otlpSum       `json:"sum,omitempty"`
+	Gauge       *otlpGauge     `json:"gauge,omitempty"`
+	Histogram   *otlpHistogram `json:"histogram,omitempty"`
+}
+
+type otlpSum struct {
+	DataPoints             []otlpNumberPoint `json:"dataPoints"`
+	AggregationTemporality int               `json:"aggregationTemporality"`
+	IsMonotonic            bool              `json:"isMonotonic"`
+}
+
+type otlpGauge struct {
+	DataPoints []otlpNumberPoint `json:"dataPoints"`
+}
+
+type otlpNumberPoint struct {
+	Attributes        []otlpKeyValue `json:"attributes,omitempty"`
+	StartTimeUnixNano string         `json:"startTimeUnixNano,omitempty"`
+	TimeUnixNano      string         `json:"timeUnixNano"`
+	AsInt             *string        `json:"asInt,omitempty"`
+	AsDouble          *float64       `json:"asDouble,omitempty"`
+}
+
+type otlpHistogram struct {
+	DataPoints             []otlpHistogramPoint `json:"dataPoints"`
+	AggregationTemporality int                  `json:"aggregationTemporality"`
+}
+
+type otlpHistogramPoint struct {
+	Attributes        []otlpKeyValue `json:"attributes,omitempty"`
+	StartTimeUnixNano string         `json:"startTimeUnixNano"`
+	TimeUnixNano      string         `json:"timeUnixNano"`
+	Count             string         `json:"count"`
+	Sum               float64        `json:"sum"`
+	BucketCounts      []string       `json:"bucketCounts"`
+	ExplicitBounds    []float64      `json:"explicitBounds"`
+	Min               *float64       `json:"min,omitempty"`
+	Max               *float64       `json:"max,omitempty"`
+}
+
+// temporality maps the SDK's temporality to OTLP's enum (delta 1,
+// cumulative 2).
+func temporality(t metricdata.Temporality) int {
+	if t == metricdata.DeltaTemporality {
+		return 1
+	}
+	return 2
+}
+
+func nanos(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixNano(), 10)
+}
+
+func encodeMetrics(rm *metricdata.ResourceMetrics) otlpMetricsDoc {
+	var rattrs []attribute.KeyValue
+	if rm.Resource != nil {
+		rattrs = rm.Resource.Attributes()
+	}
+	out := otlpResourceMetrics{Resource: otlpResource{Attributes: keyValues(rattrs)}}
+	for _, sm := range rm.ScopeMetrics {
+		osm := otlpScopeMetrics{Scope: otlpScope{Name: sm.Scope.Name, Version: sm.Scope.Version}}
+		for _, m := range sm.Metrics {
+			om := otlpMetric{Name: m.Name, Description: m.Description, Unit: m.Unit}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				om.Sum = &otlpSum{DataPoints: intPoints(d.DataPoints), AggregationTemporality: temporality(d.Temporality), IsMonotonic: d.IsMonotonic}
+			case metricdata.Sum[float64]:
+				om.Sum = &otlpSum{DataPoints: floatPoints(d.DataPoints), AggregationTemporality: temporality(d.Temporality), IsMonotonic: d.IsMonotonic}
+			case metricdata.Gauge[int64]:
+				om.Gauge = &otlpGauge{DataPoints: intPoints(d.DataPoints)}
+			case metricdata.Gauge[float64]:
+				om.Gauge = &otlpGauge{DataPoints: floatPoints(d.DataPoints)}
+			case metricdata.Histogram[float64]:
+				h := &otlpHistogram{AggregationTemporality: temporality(d.Temporality)}
+				for _, p := range d.DataPoints {
+					hp := otlpHistogramPoint{Attributes: keyValues(p.Attributes.ToSlice()), StartTimeUnixNano: nanos(p.StartTime), TimeUnixNano: nanos(p.Time),
+						Count: strconv.FormatUint(p.Count, 10), Sum: p.Sum, ExplicitBounds: p.Bounds}
+					for _, c := range p.BucketCounts {
+						hp.BucketCounts = append(hp.BucketCounts, strconv.FormatUint(c, 10))
+					}
+					if v, ok := p.Min.Value(); ok {
+						hp.Min = &v
+					}
+					if v, ok := p.Max.Value(); ok {
+						hp.Max = &v
+					}
+					h.DataPoints = append(h.DataPoints, hp)
+				}
+				om.Histogram = h
+			default:
+				continue // not an aggregation the worker's instruments produce
+			}
+			osm.Metrics = append(osm.Metrics, om)
+		}
+		out.ScopeMetrics = append(out.ScopeMetrics, osm)
+	}
+	return otlpMetricsDoc{ResourceMetrics: []otlpResourceMetrics{out}}
+}
+
+func intPoints(ps []metricdata.DataPoint[int64]) []otlpNumberPoint {
+	out := make([]otlpNumberPoint, 0, len(ps))
+	for _, p := range ps {
+		v := strconv.FormatInt(p.Value, 10)
+		out = append(out, otlpNumberPoint{Attributes: keyValues(p.Attributes.ToSlice()), StartTimeUnixNano: nanos(p.StartTime), TimeUnixNano: nanos(p.Time), AsInt: &v})
+	}
+	return out
+}
+
+func floatPoints(ps []metricdata.DataPoint[float64]) []otlpNumberPoint {
+	out := make([]otlpNumberPoint, 0, len(ps))
+	for _, p := range ps {
+		v := p.Value
+		out = append(out, otlpNumberPoint{Attributes: keyValues(p.Attributes.ToSlice()), StartTimeUnixNano: nanos(p.StartTime), TimeUnixNano: nanos(p.Time), AsDouble: &v})
+	}
+	return out
+}
