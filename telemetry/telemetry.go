@@ -1,4 +1,4 @@
-// Package telemetry is the worker's OpenTelemetry tracing and metrics: a span for every
+// Package telemetry is the worker's OpenTelemetry tracing, metrics and logs: a span for every
 // invocation it serves, parented on the caller's W3C traceparent, and a
 // child span for every bus call a guest makes, whose context travels on the
 // wire to the callee. Spans go to the engine's /otel socket in the frame
@@ -74,6 +74,7 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	mp      *sdkmetric.MeterProvider
 	metrics *Metrics
+	logs    *logBatcher
 	sink    *Sink
 }
 
@@ -123,6 +124,7 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 		t.metrics = m
+		t.logs = newLogBatcher(t.sink, res.Attributes(), otlpScope{Name: "code-runner", Version: o.Version}, o.FlushInterval)
 	}
 	return t, nil
 }
@@ -162,6 +164,9 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t.mp != nil {
 		err = errors.Join(err, t.mp.Shutdown(ctx))
 	}
+	if t.logs != nil {
+		t.logs.close()
+	}
 	if t.sink != nil {
 		t.sink.Close()
 	}
@@ -177,15 +182,23 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	if t.mp != nil {
 		err = errors.Join(err, t.mp.ForceFlush(ctx))
 	}
+	if t.logs != nil {
+		t.logs.flush()
+	}
 	return err
 }
 
-// Dropped is how many span frames the engine socket's queue dropped.
+// Dropped is how many frames the engine socket's queue dropped, plus the
+// log records that found the log batch full.
 func (t *Telemetry) Dropped() int64 {
 	if t == nil || t.sink == nil {
 		return 0
 	}
-	return t.sink.Dropped()
+	n := t.sink.Dropped()
+	if t.logs != nil {
+		n += t.logs.dropped.Load()
+	}
+	return n
 }
 
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})

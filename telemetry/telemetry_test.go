@@ -1,11 +1,19 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -162,5 +170,85 @@ func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 	}
 	if kills != 3 || len(got) != 12 {
 		t.Errorf("%d kill series of %d, want 3 of 12 (an invalid request is no kill): %v", kills, len(got), got)
+	}
+}
+
+// otelServer is a stand-in for the engine's /otel socket that records
+// every binary frame.
+func otelServer(t *testing.T) (url string, frames func() [][]byte) {
+	var mu sync.Mutex
+	var got [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		ws.SetReadLimit(-1)
+		for {
+			_, b, err := ws.Read(r.Context())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			got = append(got, b)
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([][]byte{}, got...)
+	}
+}
+
+// TestLogsCarryTheTraceOfTheirCall: a record written in a span's context
+// goes out as an OTLP log with that span's ids, its level and attributes,
+// through the real socket.
+func TestLogsCarryTheTraceOfTheirCall(t *testing.T) {
+	url, frames := otelServer(t)
+	ctx := context.Background()
+	tel, err := Start(ctx, Options{EngineURL: url, Enabled: true, Service: "code-runner", Version: "t", FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+	log := slog.New(tel.LogHandler(slog.NewTextHandler(io.Discard, nil)))
+	sctx, span := tel.StartServer(ctx, "code-runner::run")
+	log.With("engine", "python").WarnContext(sctx, "something happened", "n", 3)
+	span.End("ok")
+	sc := trace.SpanContextFromContext(sctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_ = tel.ForceFlush(ctx)
+		for _, f := range frames() {
+			if !bytes.HasPrefix(f, []byte("LOGS")) {
+				continue
+			}
+			var doc struct {
+				ResourceLogs []struct {
+					ScopeLogs []struct {
+						LogRecords []logRecord `json:"logRecords"`
+					} `json:"scopeLogs"`
+				} `json:"resourceLogs"`
+			}
+			if err := json.Unmarshal(f[4:], &doc); err != nil {
+				t.Fatal(err)
+			}
+			r := doc.ResourceLogs[0].ScopeLogs[0].LogRecords[0]
+			attrs := map[string]string{}
+			for _, a := range r.Attributes {
+				attrs[a.Key] = *a.Value.StringValue
+			}
+			if *r.Body.StringValue != "something happened" || r.SeverityNumber != 13 || r.TraceID != sc.TraceID().String() ||
+				r.SpanID != sc.SpanID().String() || attrs["engine"] != "python" || attrs["n"] != "3" {
+				t.Fatalf("log record %+v (attributes %v)", r, attrs)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no LOGS frame among %d", len(frames()))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

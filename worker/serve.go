@@ -134,6 +134,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Telemetry != nil {
 		o.Telemetry(tel)
 	}
+	// From here on the worker's log records also go out as OTLP logs,
+	// with the trace of the call they were written in.
+	log = slog.New(tel.LogHandler(log.Handler()))
 	transport := Transport{Client: client, Tel: tel}
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: transport, Self: o.WorkerName},

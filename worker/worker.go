@@ -49,7 +49,7 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 			return res, nil
 		}
 		if ce := core.AsError(err, req.FunctionID); ce.Cause != nil && !errors.Is(err, core.ErrFunctionNotFound) {
-			log.Error("call failed", "function_id", req.FunctionID, "code", ce.Code, "cause", capsfilter.RedactRuntimeIDs(ce.Cause.Error()))
+			log.ErrorContext(ctx, "call failed", "function_id", req.FunctionID, "code", ce.Code, "cause", capsfilter.RedactRuntimeIDs(ce.Cause.Error()))
 		}
 		w := core.WireOf(err, req.FunctionID)
 		return nil, &iii.InvocationError{Code: w.Code, Message: w.Message}

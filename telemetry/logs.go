@@ -1,0 +1,174 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// logsPrefix marks a logs frame on the engine's /otel socket.
+const logsPrefix = "LOGS"
+
+// logRecord is one OTLP JSON log record.
+type logRecord struct {
+	TimeUnixNano   string         `json:"timeUnixNano"`
+	SeverityNumber int            `json:"severityNumber"`
+	SeverityText   string         `json:"severityText"`
+	Body           otlpValue      `json:"body"`
+	Attributes     []otlpKeyValue `json:"attributes,omitempty"`
+	TraceID        string         `json:"traceId,omitempty"`
+	SpanID         string         `json:"spanId,omitempty"`
+}
+
+// logBatcher collects records and sends them as one LOGS frame per flush.
+// It holds at most max records; more are dropped and counted.
+type logBatcher struct {
+	sink     *Sink
+	resource []otlpKeyValue
+	scope    otlpScope
+	max      int
+
+	mu      sync.Mutex
+	batch   []logRecord
+	dropped atomic.Int64
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newLogBatcher(sink *Sink, resource []attribute.KeyValue, scope otlpScope, every time.Duration) *logBatcher {
+	b := &logBatcher{sink: sink, resource: keyValues(resource), scope: scope, max: 512, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				b.flush()
+			case <-b.stop:
+				b.flush()
+				return
+			}
+		}
+	}()
+	return b
+}
+
+func (b *logBatcher) add(r logRecord) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.batch) >= b.max {
+		b.dropped.Add(1)
+		return
+	}
+	b.batch = append(b.batch, r)
+}
+
+// flush sends what has been collected as one frame.
+func (b *logBatcher) flush() {
+	b.mu.Lock()
+	batch := b.batch
+	b.batch = nil
+	b.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	doc := map[string]any{"resourceLogs": []any{map[string]any{
+		"resource":  otlpResource{Attributes: b.resource},
+		"scopeLogs": []any{map[string]any{"scope": b.scope, "logRecords": batch}},
+	}}}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return
+	}
+	b.sink.Send(append([]byte(logsPrefix), body...))
+}
+
+func (b *logBatcher) close() {
+	close(b.stop)
+	<-b.done
+}
+
+// logHandler passes every record to the next handler and also queues it
+// for export, with the trace and span ids of the span in its context.
+type logHandler struct {
+	next   slog.Handler
+	logs   *logBatcher
+	attrs  []slog.Attr
+	prefix string // group names, dot-joined, for attributes added later
+}
+
+// LogHandler returns a slog.Handler that writes through next and exports
+// each record as an OTLP log (when t exports to the engine; otherwise
+// next itself).
+func (t *Telemetry) LogHandler(next slog.Handler) slog.Handler {
+	if t == nil || t.logs == nil {
+		return next
+	}
+	return &logHandler{next: next, logs: t.logs}
+}
+
+func (h *logHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.next.Handle(ctx, r)
+	rec := logRecord{TimeUnixNano: strconv.FormatInt(r.Time.UnixNano(), 10), SeverityNumber: severity(r.Level), SeverityText: r.Level.String()}
+	msg := r.Message
+	rec.Body = otlpValue{StringValue: &msg}
+	kvs := make([]attribute.KeyValue, 0, len(h.attrs)+r.NumAttrs())
+	for _, a := range h.attrs {
+		kvs = append(kvs, attribute.String(a.Key, a.Value.String()))
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		kvs = append(kvs, attribute.String(h.prefix+a.Key, a.Value.String()))
+		return true
+	})
+	rec.Attributes = keyValues(kvs)
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	}
+	h.logs.add(rec)
+	return err
+}
+
+func (h *logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.next = h.next.WithAttrs(as)
+	c.attrs = append(append([]slog.Attr{}, h.attrs...), prefixed(h.prefix, as)...)
+	return &c
+}
+
+func (h *logHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.next = h.next.WithGroup(name)
+	c.prefix = h.prefix + name + "."
+	return &c
+}
+
+func prefixed(prefix string, as []slog.Attr) []slog.Attr {
+	out := make([]slog.Attr, len(as))
+	for i, a := range as {
+		out[i] = slog.Attr{Key: prefix + a.Key, Value: a.Value}
+	}
+	return out
+}
+
+// severity maps slog levels to OTLP severity numbers (DEBUG 5, INFO 9,
+// WARN 13, ERROR 17, with the levels between kept in between).
+func severity(l slog.Level) int {
+	n := 9 + int(l)
+	if n < 1 {
+		n = 1
+	}
+	if n > 24 {
+		n = 24
+	}
+	return n
+}
