@@ -25,6 +25,10 @@ import (
 	"github.com/code-runner-go/code-runner/internal/benchutil"
 	"github.com/code-runner-go/code-runner/internal/procfs"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 )
 
 // workloads are the python compute figures: each sets result.
@@ -224,8 +228,14 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	t.addOurs("rss-after-teardown-MiB", "RSS 5 s after tearing them down, MiB (idle before them: "+fmt.Sprintf("%.0f", mib(before))+")", mib(after))
 
 	// The table goes to stdout whole (a benchmark's log is cut at ten
-	// lines); the metrics carry the same figures for benchstat.
+	// lines); the metrics carry the same figures for benchstat; the chart
+	// (README) shows them side by side.
 	fmt.Println(t.String())
+	if err := t.chart(chartPath); err != nil {
+		b.Logf("chart not drawn: %v", err)
+	} else {
+		fmt.Println("chart: docs/img/bench-vs-peers.png")
+	}
 	for _, r := range t.rows {
 		b.ReportMetric(r.ours, r.key)
 		if r.peer > 0 {
@@ -359,4 +369,58 @@ func startProc(b *testing.B, cmd *exec.Cmd) *proc {
 		}
 	})
 	return p
+}
+
+// chartPath is where make bench draws the comparison (shown in the README).
+const chartPath = "../docs/img/bench-vs-peers.png"
+
+// chart draws every compared figure as how many times better code-runner
+// did than its baseline in this run (a log scale; right of the line at 1×
+// code-runner wins, left of it the baseline does).
+func (t *table) chart(path string) error {
+	var names []string
+	var pts plotter.XYs
+	for _, r := range t.rows {
+		if r.peer <= 0 || r.ours <= 0 {
+			continue
+		}
+		adv := r.peer / r.ours
+		if r.dir == higherWins {
+			adv = r.ours / r.peer
+		}
+		name := strings.NewReplacer(", ms", "", ", MiB", "", " (kept, over the bus)", "").Replace(r.name)
+		if r.baseKey == "python3" {
+			name = strings.Replace(name, "vs "+systemPython+" in-process", "vs python3", 1)
+		} else {
+			name += " vs peer"
+		}
+		names = append(names, name)
+		pts = append(pts, plotter.XY{X: adv, Y: float64(len(pts))})
+	}
+	if len(pts) == 0 {
+		return fmt.Errorf("no compared figures")
+	}
+	p := plot.New()
+	p.Title.Text = "code-runner against its baselines, one make bench run"
+	p.X.Label.Text = "× better than the baseline (log scale; > 1: code-runner wins)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Min, p.X.Max = 0.05, 20
+	p.NominalY(names...)
+	p.Y.Tick.Label.Font.Size = vg.Points(8)
+	dots, err := plotter.NewScatter(pts)
+	if err != nil {
+		return err
+	}
+	dots.GlyphStyle.Radius = vg.Points(3)
+	even, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(pts)) - 0.5}})
+	if err != nil {
+		return err
+	}
+	even.LineStyle.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+	p.Add(plotter.NewGrid(), even, dots)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return p.Save(9*vg.Inch, vg.Length(len(pts))*0.28*vg.Inch+vg.Inch, path)
 }
