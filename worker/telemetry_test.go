@@ -152,6 +152,89 @@ func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
 	}
 }
 
+// TestGuestFunctionInvocationsContinueTheTrace: a bus invocation of a
+// function a guest registered (node and python) is a span of its own,
+// parented on its caller, and the guest call the handler makes is its
+// child — with several invocations in flight at once.
+func TestGuestFunctionInvocationsContinueTheTrace(t *testing.T) {
+	e := newTestEngine(t)
+	seen := make(chan string, 16)
+	demo := iii.New(iii.Options{URL: e.URL(), Name: "demo", Logger: quiet()})
+	defer demo.Close()
+	demo.RegisterFunction(iii.FunctionDef{ID: "demo::echo"}, func(ctx context.Context, r iii.Request) (any, error) {
+		time.Sleep(50 * time.Millisecond) // the invocations overlap
+		seen <- r.Traceparent
+		return r.Data, nil
+	})
+	telc := make(chan *telemetry.Telemetry, 1)
+	startServe(t, e, ServeOptions{TelemetryFlush: 20 * time.Millisecond, Telemetry: func(tel *telemetry.Telemetry) { telc <- tel }})
+	tel := <-telc
+	caller := iii.New(iii.Options{URL: e.URL(), Name: "caller", Logger: quiet()})
+	defer caller.Close()
+	ctx := ctxT(t)
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("demo::echo") }); err != nil {
+		t.Fatal(err)
+	}
+	for _, reg := range []map[string]any{
+		{"function_id": "trn::f", "lang": "node", "source": "async function handler(p) { return await iii.trigger({ function_id: 'demo::echo', payload: p }) }"},
+		{"function_id": "trp::f", "lang": "python", "source": "def handler(p):\n    return iii.trigger({'function_id': 'demo::echo', 'payload': p})"},
+	} {
+		data, _ := json.Marshal(reg)
+		if _, err := caller.Invoke(ctx, iii.Call{FunctionID: "code-runner::register_function", Data: data, Timeout: 60 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		id := reg["function_id"].(string)
+		if err := e.WaitUntil(ctx, func() bool { return e.HasFunction(id) }); err != nil {
+			t.Fatal(err)
+		}
+		type call struct{ traceID, parentID string }
+		calls := make([]call, 3)
+		errs := make(chan error, len(calls))
+		for i := range calls {
+			calls[i] = call{fmt.Sprintf("%032x", 0xfeed00+i), fmt.Sprintf("%016x", 0xbeef00+i)}
+			go func(c call, i int) {
+				_, err := caller.Invoke(ctx, iii.Call{FunctionID: id, Data: json.RawMessage(fmt.Sprint(i)), Timeout: 60 * time.Second,
+					Traceparent: "00-" + c.traceID + "-" + c.parentID + "-01"})
+				errs <- err
+			}(calls[i], i)
+		}
+		for range calls {
+			if err := <-errs; err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+		}
+		calleeSaw := map[string]bool{}
+		for range calls {
+			calleeSaw[<-seen] = true
+		}
+		for _, c := range calls {
+			var server, client exportedSpan
+			deadline := time.Now().Add(20 * time.Second)
+			for server.SpanID == "" || client.SpanID == "" {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: spans never exported for trace %s", id, c.traceID)
+				}
+				_ = tel.ForceFlush(ctx)
+				time.Sleep(20 * time.Millisecond)
+				for _, s := range spansOf(t, e.OtelFrames()) {
+					if s.TraceID == c.traceID && s.Name == id {
+						server = s
+					}
+					if s.TraceID == c.traceID && s.Name == "call demo::echo" {
+						client = s
+					}
+				}
+			}
+			if server.ParentSpanID != c.parentID || client.ParentSpanID != server.SpanID {
+				t.Fatalf("%s: server %+v, client %+v", id, server, client)
+			}
+			if want := "00-" + c.traceID + "-" + client.SpanID + "-01"; !calleeSaw[want] {
+				t.Fatalf("%s: the callee never saw %s (saw %v)", id, want, calleeSaw)
+			}
+		}
+	}
+}
+
 // TestRunsAreServedWhenTheOtelSocketIsDown: an engine that refuses /otel
 // costs the calls nothing; the spans are dropped, not waited for.
 func TestRunsAreServedWhenTheOtelSocketIsDown(t *testing.T) {

@@ -59,7 +59,7 @@ func (r *runtime) trigger(m *hostproto.Msg) {
 		return
 	}
 	r.mu.Lock()
-	b, parent := r.bridge, r.callValues
+	b, parent := r.bridge, r.taskValues[m.Task]
 	r.mu.Unlock()
 	if parent == nil {
 		parent = context.Background() // detached work: no call

@@ -316,7 +316,10 @@ type runtime struct {
 	destroyed  bool
 	nextTask   int64
 	bridge     core.Bridge
-	callValues context.Context // the running call's values (nil between calls)
+	// taskValues holds, per task in flight, its call's values (its trace
+	// context) without its cancellation: the guest calls a task makes
+	// carry them, under deadlines of their own.
+	taskValues map[int64]context.Context
 	fns        map[string]bool
 	triggers   map[string]bool
 	ttypes     map[string]bool
@@ -395,14 +398,10 @@ func escapeControl(s string) string {
 func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	r.mu.Lock()
 	r.bridge = ex.Bridge
-	// Guest calls during the run carry the call's values (its trace
-	// context), not its cancellation: they have their own deadlines.
-	r.callValues = context.WithoutCancel(ctx)
 	r.mu.Unlock()
 	d, err := r.exec(ctx, &hostproto.Msg{T: "run", Code: ex.Code})
 	r.mu.Lock()
 	r.bridge = nil
-	r.callValues = nil
 	r.mu.Unlock()
 	if err != nil {
 		return core.Outcome{}, err
@@ -434,10 +433,15 @@ func (r *runtime) exec(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, e
 	r.nextTask++
 	m.Task = r.nextTask
 	r.lastActive = time.Now()
+	if r.taskValues == nil {
+		r.taskValues = map[int64]context.Context{}
+	}
+	r.taskValues[m.Task] = context.WithoutCancel(ctx)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		r.lastActive = time.Now()
+		delete(r.taskValues, m.Task)
 		r.mu.Unlock()
 	}()
 	deadline, ok := ctx.Deadline()

@@ -669,8 +669,18 @@ func (h *host) console(arg string) {
 // currentDeadline is the deadline guest bus calls are clamped to: the active
 // run's, else the most recent task's; zero when nothing runs.
 func (h *host) currentDeadline() time.Time {
-	if tk, ok := h.tasks[h.runTask]; ok {
+	if tk := h.currentTask(); tk != nil {
 		return tk.deadline
+	}
+	return time.Time{}
+}
+
+// currentTask is the task guest code is running for: the one whose entry
+// is on the stack, or else (a continuation settling) the latest one; nil
+// with no task in flight.
+func (h *host) currentTask() *hostTask {
+	if tk, ok := h.tasks[h.runTask]; ok {
+		return tk
 	}
 	var latest *hostTask
 	for _, tk := range h.tasks {
@@ -678,10 +688,7 @@ func (h *host) currentDeadline() time.Time {
 			latest = tk
 		}
 	}
-	if latest == nil {
-		return time.Time{}
-	}
-	return latest.deadline
+	return latest
 }
 
 type triggerHead struct {
@@ -737,11 +744,11 @@ func (h *host) trigger(arg string) nativeResult {
 	id := h.nextCall
 	h.calls[id] = true
 	h.inflight++
-	var dl int64
-	if d := h.currentDeadline(); !d.IsZero() {
-		dl = d.UnixMilli()
+	var dl, task int64
+	if tk := h.currentTask(); tk != nil {
+		dl, task = tk.deadline.UnixMilli(), tk.id
 	}
-	h.send(&hostproto.Msg{T: "call", Call: id, Op: "trigger", Args: args, DeadlineMS: dl})
+	h.send(&hostproto.Msg{T: "call", Call: id, Op: "trigger", Args: args, DeadlineMS: dl, Task: task})
 	return nativeResult{V: id}
 }
 
