@@ -138,21 +138,26 @@ func (t *Telemetry) Metrics() *Metrics {
 	return t.metrics
 }
 
-// ObserveRuntimes registers the code_runner.runtimes.live gauge: live
-// returns the number of live runtimes of each kind ("kept", "namespace").
-func (t *Telemetry) ObserveRuntimes(live func() map[string]int64) error {
+// ObserveRuntimes registers two gauges read at each export:
+// code_runner.runtimes.live (live returns the number of live runtimes of
+// each kind, "kept" and "namespace") and code_runner.pool.parked (parked
+// returns, per language, the warm runtimes waiting for a one-shot).
+func (t *Telemetry) ObserveRuntimes(live, parked func() map[string]int64) error {
 	if t == nil || t.mp == nil {
 		return nil
 	}
-	_, err := t.mp.Meter("code-runner").Int64ObservableGauge("code_runner.runtimes.live",
-		metric.WithDescription("live runtimes by kind"), metric.WithUnit("{runtime}"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			for kind, n := range live() {
-				o.Observe(n, metric.WithAttributes(attribute.String("kind", kind)))
-			}
-			return nil
-		}))
-	return err
+	gauge := func(name, desc, key string, read func() map[string]int64) error {
+		_, err := t.mp.Meter("code-runner").Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{runtime}"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				for k, n := range read() {
+					o.Observe(n, metric.WithAttributes(attribute.String(key, k)))
+				}
+				return nil
+			}))
+		return err
+	}
+	return errors.Join(gauge("code_runner.runtimes.live", "live runtimes by kind", "kind", live),
+		gauge("code_runner.pool.parked", "warm runtimes waiting for a one-shot, by language", "lang", parked))
 }
 
 // Shutdown flushes what is queued (bounded by ctx) and stops exporting.

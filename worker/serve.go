@@ -150,6 +150,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err := tel.ObserveRuntimes(func() map[string]int64 {
 		return map[string]int64{"kept": int64(len(app.Registry.Kept())),
 			"namespace": int64(app.Namespaces.CountLang(core.LangNode) + app.Namespaces.CountLang(core.LangPython))}
+	}, func() map[string]int64 {
+		return map[string]int64{"node": int64(app.Node.Parked()), "python": int64(app.Python.Parked())}
 	}); err != nil {
 		log.Warn("telemetry: the live-runtimes gauge is off", "err", err)
 	}

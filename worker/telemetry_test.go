@@ -289,6 +289,7 @@ func metricPoints(t *testing.T, frames [][]byte, name string) map[string]string 
 					Metrics []struct {
 						Name      string                        `json:"name"`
 						Sum       *struct{ DataPoints []point } `json:"sum"`
+						Gauge     *struct{ DataPoints []point } `json:"gauge"`
 						Histogram *struct{ DataPoints []point } `json:"histogram"`
 					} `json:"metrics"`
 				} `json:"scopeMetrics"`
@@ -307,6 +308,9 @@ func metricPoints(t *testing.T, frames [][]byte, name string) map[string]string 
 					var pts []point
 					if m.Sum != nil {
 						pts = m.Sum.DataPoints
+					}
+					if m.Gauge != nil {
+						pts = m.Gauge.DataPoints
 					}
 					if m.Histogram != nil {
 						pts = m.Histogram.DataPoints
@@ -354,8 +358,9 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			"lang=python,mode=one-shot,outcome=ok":                 "2",
 			"lang=node,mode=one-shot,outcome=code-runner::timeout": "1",
 		},
-		"code_runner.run.duration": {"lang=python,outcome=ok": "2", "lang=node,outcome=code-runner::timeout": "1"},
-		"code_runner.kills":        {"reason=timeout": "1"},
+		"code_runner.run.duration":  {"lang=python,outcome=ok": "2", "lang=node,outcome=code-runner::timeout": "1"},
+		"code_runner.kills":         {"reason=timeout": "1"},
+		"code_runner.runtimes.live": {"kind=kept": "0", "kind=namespace": "0"},
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -373,8 +378,11 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 				}
 			}
 		}
-		if ok {
+		if parked := metricPoints(t, frames, "code_runner.pool.parked"); ok && parked["lang=node"] != "" && parked["lang=python"] != "" {
 			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no code_runner.pool.parked series for both languages")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

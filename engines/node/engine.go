@@ -183,6 +183,14 @@ func (e *Engine) HostPIDs() []int {
 
 var _ core.Reconfigurer = (*Engine)(nil)
 
+// Parked is how many pooled isolate hosts wait for a one-shot.
+func (e *Engine) Parked() int {
+	if e.pool == nil {
+		return 0
+	}
+	return e.pool.Size()
+}
+
 // Reconfigure makes the pool follow the live configuration (size, heap
 // cap); it cannot fail.
 func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {

@@ -255,6 +255,20 @@ func (e *Engine) Available() error {
 	return nil
 }
 
+// Parked is how many pooled interpreters wait for a one-shot (0 before
+// boot has finished).
+func (e *Engine) Parked() int {
+	select {
+	case <-e.ready:
+	default:
+		return 0
+	}
+	if e.pool == nil {
+		return 0
+	}
+	return e.pool.Size()
+}
+
 // Reconfigure makes the pool follow the live size. Before boot has finished
 // there is no pool yet (it starts with the live size).
 func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {
