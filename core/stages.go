@@ -105,8 +105,18 @@ type policyBridge struct {
 // fails in time for the guest to handle the error (docs/behaviour.md#timeouts-guest-calls).
 const guestMargin = 200 * time.Millisecond
 
+// RefusalObserver is implemented by a Transport that wants to hear about
+// the guest calls the bridge refused before they reached it (telemetry
+// counts them).
+type RefusalObserver interface {
+	Refused(ctx context.Context, functionID string)
+}
+
 func (b *policyBridge) Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error) {
 	if err := capsfilter.CheckGuestTrigger(req.FunctionID, req.Payload); err != nil {
+		if o, ok := b.transport.(RefusalObserver); ok {
+			o.Refused(ctx, req.FunctionID)
+		}
 		return nil, err
 	}
 	timeout := GuestTimeout(req.TimeoutMS, req.Deadline, time.Now(), b.cfg)

@@ -55,7 +55,7 @@ func newMetrics(m metric.Meter) (*Metrics, error) {
 		return
 	})
 	mk(func() (e error) {
-		ms.bridge, e = m.Int64Counter("code_runner.bridge.calls", metric.WithDescription("guest bus calls that reached the engine, by outcome"), metric.WithUnit("{call}"))
+		ms.bridge, e = m.Int64Counter("code_runner.bridge.calls", metric.WithDescription("guest bus calls by outcome: refused by the deny-list, or the engine's answer"), metric.WithUnit("{call}"))
 		return
 	})
 	mk(func() (e error) {
@@ -100,7 +100,8 @@ func killReason(outcome, message string) string {
 	return ""
 }
 
-// BridgeCall records one guest bus call that went out to the engine.
+// BridgeCall records one guest bus call: "refused" (the deny-list stopped
+// it in the worker), "ok", or the error code the engine answered.
 func (m *Metrics) BridgeCall(ctx context.Context, outcome string) {
 	if m == nil {
 		return

@@ -335,10 +335,11 @@ func metricPoints(t *testing.T, frames [][]byte, name string) map[string]string 
 	return nil
 }
 
-// TestMetricsAfterAKnownSequence: two python one-shots that succeed and a
-// node one-shot killed at its deadline show up in the metrics the engine
-// receives: runs by language, mode and outcome, their durations, and one
-// kill for the timeout.
+// TestMetricsAfterAKnownSequence: two python one-shots that succeed, a
+// node one-shot killed at its deadline and a python one-shot making one
+// refused and one answered guest call (a nested node run) show up in the
+// metrics the engine receives: runs by language, mode and outcome, their
+// durations, one kill for the timeout, the guest calls by outcome.
 func TestMetricsAfterAKnownSequence(t *testing.T) {
 	e := newTestEngine(t)
 	telc := make(chan *telemetry.Telemetry, 1)
@@ -353,12 +354,19 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "for (;;) {}", "timeout_ms": 200}, nil); err != nil || eb == nil || eb.Code != "code-runner::timeout" {
 		t.Fatalf("the spinning node run: %v %+v", err, eb)
 	}
+	// A guest call the deny-list refuses, and one the engine answers.
+	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python",
+		"code": "try:\n    iii.trigger({'function_id': 'state::claim-namespace'})\nexcept RuntimeError:\n    pass\nresult = iii.trigger({'function_id': 'code-runner::run', 'payload': {'lang': 'node', 'code': 'return 7'}})['result']"}, nil); err != nil || eb != nil {
+		t.Fatalf("the guest calls: %v %+v", err, eb)
+	}
 	want := map[string]map[string]string{
 		"code_runner.runs": {
-			"lang=python,mode=one-shot,outcome=ok":                 "2",
+			"lang=python,mode=one-shot,outcome=ok":                 "3",
 			"lang=node,mode=one-shot,outcome=code-runner::timeout": "1",
+			"lang=node,mode=one-shot,outcome=ok":                   "1", // the guest's nested run
 		},
-		"code_runner.run.duration":  {"lang=python,outcome=ok": "2", "lang=node,outcome=code-runner::timeout": "1"},
+		"code_runner.run.duration":  {"lang=python,outcome=ok": "3", "lang=node,outcome=code-runner::timeout": "1"},
+		"code_runner.bridge.calls":  {"outcome=refused": "1", "outcome=ok": "1"},
 		"code_runner.kills":         {"reason=timeout": "1"},
 		"code_runner.runtimes.live": {"kind=kept": "0", "kind=namespace": "0"},
 	}

@@ -130,6 +130,13 @@ type Transport struct {
 	Tel    *telemetry.Telemetry // nil: no spans
 }
 
+// Refused counts a guest call the bridge refused (core.RefusalObserver).
+func (t Transport) Refused(ctx context.Context, functionID string) {
+	t.Tel.Metrics().BridgeCall(ctx, "refused")
+}
+
+var _ core.RefusalObserver = Transport{}
+
 // Invoke performs a guest bus call through the client, in a span of its
 // own whose context goes to the callee as traceparent and baggage. A
 // remote error (or the client's timeout) comes back as a *core.RemoteError.
