@@ -172,30 +172,23 @@ func value(v attribute.Value) otlpValue {
 		f := v.AsFloat64()
 		return otlpValue{DoubleValue: &f}
 	case attribute.BOOLSLICE:
-		var vs []otlpValue
-		for _, b := range v.AsBoolSlice() {
-			vs = append(vs, value(attribute.BoolValue(b)))
-		}
-		return otlpValue{ArrayValue: &otlpValues{Values: vs}}
+		return array(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var vs []otlpValue
-		for _, n := range v.AsInt64Slice() {
-			vs = append(vs, value(attribute.Int64Value(n)))
-		}
-		return otlpValue{ArrayValue: &otlpValues{Values: vs}}
+		return array(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var vs []otlpValue
-		for _, f := range v.AsFloat64Slice() {
-			vs = append(vs, value(attribute.Float64Value(f)))
-		}
-		return otlpValue{ArrayValue: &otlpValues{Values: vs}}
+		return array(v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var vs []otlpValue
-		for _, s := range v.AsStringSlice() {
-			vs = append(vs, value(attribute.StringValue(s)))
-		}
-		return otlpValue{ArrayValue: &otlpValues{Values: vs}}
+		return array(v.AsStringSlice(), attribute.StringValue)
 	}
 	s := v.Emit()
 	return otlpValue{StringValue: &s}
+}
+
+// array encodes a slice attribute as an OTLP arrayValue.
+func array[T any](xs []T, wrap func(T) attribute.Value) otlpValue {
+	vs := make([]otlpValue, 0, len(xs))
+	for _, x := range xs {
+		vs = append(vs, value(wrap(x)))
+	}
+	return otlpValue{ArrayValue: &otlpValues{Values: vs}}
 }

@@ -66,17 +66,17 @@ func spansOf(t *testing.T, frames [][]byte) []exportedSpan {
 	return out
 }
 
-// TestOneTraceFromCallerThroughGuestCalls: a caller's traceparent reaches
-// the worker's span for code-runner::run, the guest's iii.trigger is a
-// child span of it, and the callee — a Go worker on the same engine —
-// receives that child's context, in both languages. Nothing exported
-// carries the code, the result or a runtime id.
-func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
+// traceRig starts a test engine, a worker exporting telemetry every 20 ms,
+// a Go demo worker serving demo::echo (it reports the traceparent each
+// invocation brought, after answering slowly by delay) and a caller.
+func traceRig(t *testing.T, delay time.Duration) (*iiitest.Engine, *telemetry.Telemetry, *iii.Client, chan string) {
+	t.Helper()
 	e := newTestEngine(t)
-	seen := make(chan string, 4)
+	seen := make(chan string, 16)
 	demo := iii.New(iii.Options{URL: e.URL(), Name: "demo", Logger: quiet()})
-	defer demo.Close()
+	t.Cleanup(func() { _ = demo.Close() })
 	demo.RegisterFunction(iii.FunctionDef{ID: "demo::echo"}, func(ctx context.Context, r iii.Request) (any, error) {
+		time.Sleep(delay)
 		seen <- r.Traceparent
 		return r.Data, nil
 	})
@@ -84,11 +84,21 @@ func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
 	startServe(t, e, ServeOptions{TelemetryFlush: 20 * time.Millisecond, Telemetry: func(tel *telemetry.Telemetry) { telc <- tel }})
 	tel := <-telc
 	caller := iii.New(iii.Options{URL: e.URL(), Name: "caller", Logger: quiet()})
-	defer caller.Close()
-	ctx := ctxT(t)
-	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("demo::echo") }); err != nil {
+	t.Cleanup(func() { _ = caller.Close() })
+	if err := e.WaitUntil(ctxT(t), func() bool { return e.HasFunction("demo::echo") }); err != nil {
 		t.Fatal(err)
 	}
+	return e, tel, caller, seen
+}
+
+// TestOneTraceFromCallerThroughGuestCalls: a caller's traceparent reaches
+// the worker's span for code-runner::run, the guest's iii.trigger is a
+// child span of it, and the callee — a Go worker on the same engine —
+// receives that child's context, in both languages. Nothing exported
+// carries the code, the result or a runtime id.
+func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
+	e, tel, caller, seen := traceRig(t, 0)
+	ctx := ctxT(t)
 	const secret = "do-not-export-7f3a"
 	for i, tc := range []struct{ lang, code string }{
 		{"python", "marker = '" + secret + "'\nresult = [iii.trigger({'function_id': 'demo::echo', 'payload': 1}), marker]"},
@@ -157,24 +167,8 @@ func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
 // parented on its caller, and the guest call the handler makes is its
 // child — with several invocations in flight at once.
 func TestGuestFunctionInvocationsContinueTheTrace(t *testing.T) {
-	e := newTestEngine(t)
-	seen := make(chan string, 16)
-	demo := iii.New(iii.Options{URL: e.URL(), Name: "demo", Logger: quiet()})
-	defer demo.Close()
-	demo.RegisterFunction(iii.FunctionDef{ID: "demo::echo"}, func(ctx context.Context, r iii.Request) (any, error) {
-		time.Sleep(50 * time.Millisecond) // the invocations overlap
-		seen <- r.Traceparent
-		return r.Data, nil
-	})
-	telc := make(chan *telemetry.Telemetry, 1)
-	startServe(t, e, ServeOptions{TelemetryFlush: 20 * time.Millisecond, Telemetry: func(tel *telemetry.Telemetry) { telc <- tel }})
-	tel := <-telc
-	caller := iii.New(iii.Options{URL: e.URL(), Name: "caller", Logger: quiet()})
-	defer caller.Close()
+	e, tel, caller, seen := traceRig(t, 50*time.Millisecond) // the invocations overlap
 	ctx := ctxT(t)
-	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("demo::echo") }); err != nil {
-		t.Fatal(err)
-	}
 	for _, reg := range []map[string]any{
 		{"function_id": "trn::f", "lang": "node", "source": "async function handler(p) { return await iii.trigger({ function_id: 'demo::echo', payload: p }) }"},
 		{"function_id": "trp::f", "lang": "python", "source": "def handler(p):\n    return iii.trigger({'function_id': 'demo::echo', 'payload': p})"},

@@ -666,18 +666,11 @@ func (h *host) console(arg string) {
 	}
 }
 
-// currentDeadline is the deadline guest bus calls are clamped to: the active
-// run's, else the most recent task's; zero when nothing runs.
-func (h *host) currentDeadline() time.Time {
-	if tk := h.currentTask(); tk != nil {
-		return tk.deadline
-	}
-	return time.Time{}
-}
-
-// currentTask is the task guest code is running for: the one whose entry
-// is on the stack, or else (a continuation settling) the latest one; nil
-// with no task in flight.
+// currentTask is the task guest code is running for — its deadline is the
+// one guest bus calls are clamped to, its id tells the worker whose call
+// (and trace) a guest call belongs to: the task whose entry is on the
+// stack, or else (a continuation settling) the latest one; nil with no
+// task in flight.
 func (h *host) currentTask() *hostTask {
 	if tk, ok := h.tasks[h.runTask]; ok {
 		return tk
