@@ -279,13 +279,13 @@ func TestCloseLeavesNoDirectories(t *testing.T) {
 
 // TestASpinningGuestCannotHoldTheWorkerThread: on a one-CPU worker
 // (GOMAXPROCS=1) a guest spinning in Python must leave the worker's other
-// goroutines the thread often, not only when the scheduler preempts it
-// (every 10 ms or more: wasm code reaches Go only through the kill checks).
-// A goroutine counts how often it gets the thread; the guest reads the
-// count (a guest call) before and after a loop of 3·10⁶ iterations. With
-// the interpreter yielding through code_runner.tick every 1024 iterations
-// the counter got ~2,900 turns; with the tick entering Go without
-// yielding, ~50.
+// goroutines the thread often, not only when the scheduler gets to preempt
+// it (after 10 ms, and only where the wasm code enters Go). A goroutine
+// counts how often it gets the thread; the guest reads the count (a guest
+// call) before and after a loop of 3·10⁶ iterations. With the interpreter
+// yielding through code_runner.tick the counter got ~2,900 turns; with the
+// tick entering Go without yielding (and wazero's kill checks entering Go
+// at every loop header), ~50.
 func TestASpinningGuestCannotHoldTheWorkerThread(t *testing.T) {
 	var turns atomic.Int64
 	r := newRigWith(t, nil, countTransport{&turns})
