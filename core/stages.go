@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,9 +52,11 @@ func OutputCap(next Handler) Handler {
 	return func(ctx context.Context, call *Call) (any, error) {
 		res, err := next(ctx, call)
 		if r, ok := res.(*RunResponse); ok && err == nil {
+			result, stdout, stderr := r.Result, r.Stdout, r.Stderr
 			r.Result = capsfilter.ResultCap(r.Result, int(call.Config.MaxResultBytes))
 			r.Stdout = capsfilter.StreamCap(r.Stdout, capsfilter.Stdout, int(call.Config.MaxStreamBytes))
 			r.Stderr = capsfilter.StreamCap(r.Stderr, capsfilter.Stderr, int(call.Config.MaxStreamBytes))
+			r.Capped = !bytes.Equal(result, r.Result) || stdout != r.Stdout || stderr != r.Stderr
 		}
 		return res, err
 	}

@@ -77,6 +77,15 @@ type RunResponse struct {
 	Success    bool            `json:"success"`
 	DurationMS uint64          `json:"duration_ms"`
 	Result     json.RawMessage `json:"result"`
+	// Capped records that the output caps cut the result or a stream (not
+	// on the wire; telemetry reports it).
+	Capped bool `json:"-"`
+}
+
+// Sizes reports the byte lengths of the result and the streams as sent, and
+// whether the output caps cut any of them.
+func (r *RunResponse) Sizes() (result, stdout, stderr int, capped bool) {
+	return len(r.Result), len(r.Stdout), len(r.Stderr), r.Capped
 }
 
 // MarshalJSON renders the response with result always present (null when

@@ -26,14 +26,25 @@ type exportedSpan struct {
 		Key   string `json:"key"`
 		Value struct {
 			StringValue *string `json:"stringValue"`
+			IntValue    *string `json:"intValue"`
+			BoolValue   *bool   `json:"boolValue"`
 		} `json:"value"`
 	} `json:"attributes"`
 }
 
+// attr renders an attribute's value as text ("" when absent).
 func (s exportedSpan) attr(key string) string {
 	for _, a := range s.Attributes {
-		if a.Key == key && a.Value.StringValue != nil {
+		if a.Key != key {
+			continue
+		}
+		switch {
+		case a.Value.StringValue != nil:
 			return *a.Value.StringValue
+		case a.Value.IntValue != nil:
+			return *a.Value.IntValue
+		case a.Value.BoolValue != nil:
+			return fmt.Sprint(*a.Value.BoolValue)
 		}
 	}
 	return ""
@@ -158,6 +169,41 @@ func TestOneTraceFromCallerThroughGuestCalls(t *testing.T) {
 					t.Fatalf("%s: exported telemetry contains %q", tc.lang, leak)
 				}
 			}
+		}
+	}
+}
+
+// TestRunSpansSaySizesAndWhetherCapsCut: a run's span carries the sizes of
+// what it sent and whether the output caps cut it — never the text.
+func TestRunSpansSaySizesAndWhetherCapsCut(t *testing.T) {
+	e, tel, caller, _ := traceRig(t, 0)
+	ctx := ctxT(t)
+	for i, tc := range []struct {
+		code, capped, stdout string
+	}{
+		{"print('short')\nresult = 1", "false", "6"},
+		{"print('x' * 40000)\nresult = 1", "true", "16384"},
+	} {
+		traceID := fmt.Sprintf("%032x", 0xcab0+i)
+		data, _ := json.Marshal(map[string]any{"lang": "python", "code": tc.code})
+		if _, err := caller.Invoke(ctx, iii.Call{FunctionID: "code-runner::run", Data: data, Timeout: 60 * time.Second,
+			Traceparent: "00-" + traceID + "-00000000000000aa-01"}); err != nil {
+			t.Fatal(err)
+		}
+		var span exportedSpan
+		for deadline := time.Now().Add(20 * time.Second); span.SpanID == ""; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no span for trace %s", traceID)
+			}
+			_ = tel.ForceFlush(ctx)
+			for _, s := range spansOf(t, e.OtelFrames()) {
+				if s.TraceID == traceID {
+					span = s
+				}
+			}
+		}
+		if span.attr("code_runner.output_capped") != tc.capped || span.attr("code_runner.stdout_bytes") != tc.stdout || span.attr("code_runner.result_bytes") != "1" {
+			t.Fatalf("%q: span %+v", tc.code, span)
 		}
 	}
 }

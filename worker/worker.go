@@ -88,8 +88,13 @@ func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 			outcome = "invocation_failed"
 		}
 		var end []attribute.KeyValue
-		if raw, ok := res.(json.RawMessage); ok {
-			end = append(end, attribute.Int("code_runner.result_bytes", len(raw)))
+		switch r := res.(type) {
+		case json.RawMessage:
+			end = append(end, attribute.Int("code_runner.result_bytes", len(r)))
+		case interface{ Sizes() (int, int, int, bool) }: // a run's response
+			result, stdout, stderr, capped := r.Sizes()
+			end = append(end, attribute.Int("code_runner.result_bytes", result), attribute.Int("code_runner.stdout_bytes", stdout),
+				attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped))
 		}
 		span.End(outcome, end...)
 		tel.Metrics().Invocation(ctx, kind, req.FunctionID, lang, mode, outcome, message, time.Since(start))
