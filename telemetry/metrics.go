@@ -25,6 +25,7 @@ type Metrics struct {
 	kills       metric.Int64Counter
 	bridge      metric.Int64Counter
 	reloads     metric.Int64Counter
+	refill      metric.Float64Histogram
 }
 
 func newMetrics(m metric.Meter) (*Metrics, error) {
@@ -62,10 +63,23 @@ func newMetrics(m metric.Meter) (*Metrics, error) {
 		ms.reloads, e = m.Int64Counter("code_runner.config.reloads", metric.WithDescription("configuration changes, accepted or rejected"), metric.WithUnit("{reload}"))
 		return
 	})
+	mk(func() (e error) {
+		ms.refill, e = m.Float64Histogram("code_runner.pool.refill.duration", metric.WithDescription("how long a warm-pool runtime took to boot, by language"), metric.WithUnit("ms"),
+			metric.WithExplicitBucketBoundaries(5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000))
+		return
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &ms, nil
+}
+
+// PoolBoot records how long one warm-pool boot of lang took.
+func (m *Metrics) PoolBoot(ctx context.Context, lang string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.refill.Record(ctx, float64(d.Microseconds())/1000, metric.WithAttributes(attribute.String("lang", lang)))
 }
 
 // Invocation records one served invocation: kind is "worker" or "guest",

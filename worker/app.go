@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
@@ -57,6 +58,9 @@ type AppOptions struct {
 	// PythonCacheDir overrides the python compilation cache ("-" = memory only).
 	PythonCacheDir string
 	Log            *slog.Logger
+	// OnPoolBoot, when set, learns how long each warm-pool boot took, by
+	// language (telemetry records the refill time).
+	OnPoolBoot func(lang string, d time.Duration)
 }
 
 // NewApp builds the App.
@@ -73,12 +77,20 @@ func NewApp(o AppOptions) (*App, error) {
 	if o.Bus != nil {
 		bus = &core.GuestRoutes{Router: a.Router, Bus: o.Bus}
 	}
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, Owners: o.Owners})
+	poolBoot := func(lang string) func(time.Duration) {
+		if o.OnPoolBoot == nil {
+			return nil
+		}
+		return func(d time.Duration) { o.OnPoolBoot(lang, d) }
+	}
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, Owners: o.Owners,
+		OnPoolBoot: poolBoot("node")})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
 	a.Node = ne
-	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir})
+	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir,
+		OnPoolBoot: poolBoot("python")})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}

@@ -426,11 +426,13 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 				}
 			}
 		}
-		if parked := metricPoints(t, frames, "code_runner.pool.parked"); ok && parked["lang=node"] != "" && parked["lang=python"] != "" {
+		parked := metricPoints(t, frames, "code_runner.pool.parked")
+		refill := metricPoints(t, frames, "code_runner.pool.refill.duration") // the pools booted at start
+		if ok && parked["lang=node"] != "" && parked["lang=python"] != "" && refill["lang=node"] != "" && refill["lang=python"] != "" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no code_runner.pool.parked series for both languages")
+			t.Fatalf("pool gauges or refill times missing for a language: parked %v, refill %v", parked, refill)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -55,6 +55,8 @@ type Options struct {
 	// guest wants to publish or bind (nil: no engine).
 	Owners core.Owners
 	Log    *slog.Logger
+	// OnPoolBoot, when set, learns how long each pooled host took to boot.
+	OnPoolBoot func(time.Duration)
 }
 
 // Engine implements core.Engine for lang "node".
@@ -319,11 +321,11 @@ type runtime struct {
 	filesCfg   *hostproto.FilesConf
 	loan       bool // p came from the pool on loan (a one-shot): give it back
 
-	mu         sync.Mutex
-	alive      bool
-	destroyed  bool
-	nextTask   int64
-	bridge     core.Bridge
+	mu        sync.Mutex
+	alive     bool
+	destroyed bool
+	nextTask  int64
+	bridge    core.Bridge
 	// taskValues holds, per task in flight, its call's values (its trace
 	// context) without its cancellation: the guest calls a task makes
 	// carry them, under deadlines of their own.

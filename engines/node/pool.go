@@ -11,6 +11,7 @@ import (
 // prelude built) with the live heap cap and iii.files setting.
 func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 	return warmpool.New(warmpool.Config[*hostProc]{
+		OnBoot: e.opts.OnPoolBoot,
 		Boot: func(ctx context.Context) (*hostProc, error) {
 			cfg := e.config()
 			return e.spawn(ctx, cfg.HeapMB, cfg.ScratchMB > 0)

@@ -59,6 +59,9 @@ type Options struct {
 	CacheDir string
 	// Wasm overrides the embedded python.wasm (tests).
 	Wasm []byte
+	// OnPoolBoot, when set, learns how long each pooled interpreter took
+	// to boot (snapshot included).
+	OnPoolBoot func(time.Duration)
 }
 
 // Engine implements core.Engine for lang "python".

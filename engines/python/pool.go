@@ -10,6 +10,7 @@ import (
 // each with its own empty /work) and parked before their first turn.
 func newPool(e *Engine) *warmpool.Pool[*interp] {
 	return warmpool.New(warmpool.Config[*interp]{
+		OnBoot: e.opts.OnPoolBoot,
 		Boot: func(ctx context.Context) (*interp, error) {
 			dir, err := e.newWorkDir(e.config())
 			if err != nil {

@@ -39,6 +39,9 @@ type Config[T any] struct {
 	// MaxKeep bounds what a peak can raise the pool to (default 16).
 	MaxKeep int
 	Log     *slog.Logger
+	// OnBoot, when set, learns how long each background boot that
+	// succeeded took (the pool's refill time).
+	OnBoot func(time.Duration)
 }
 
 // Pool is a warm pool. Entries are handed out once.
@@ -346,8 +349,12 @@ func (p *Pool[T]) fill() {
 				break
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.BootTimeout)
+			started := time.Now()
 			e, err := p.cfg.Boot(ctx)
 			cancel()
+			if err == nil && p.cfg.OnBoot != nil {
+				p.cfg.OnBoot(time.Since(started))
+			}
 			if err != nil {
 				p.cfg.Log.Warn("warm pool: boot failed; retrying", "err", err, "backoff", backoff)
 				select {

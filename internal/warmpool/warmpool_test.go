@@ -3,6 +3,8 @@ package warmpool
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,6 +65,39 @@ func TestFillsTakesOnceAndRefills(t *testing.T) {
 	waitFor(t, func() bool { return p.Size() == 0 })
 	if p.Put(&entry{size: 256}) || p.Room(false) {
 		t.Fatal("Put accepted an entry past the target size")
+	}
+}
+
+// TestOnBootReportsEachSuccessfulBoot: the refill time of every boot that
+// worked, none for one that failed.
+func TestOnBootReportsEachSuccessfulBoot(t *testing.T) {
+	var boots atomic.Int64
+	var reported []time.Duration
+	var mu sync.Mutex
+	p := New(Config[*entry]{
+		Boot: func(ctx context.Context) (*entry, error) {
+			if boots.Add(1) == 1 {
+				return nil, errors.New("the first boot fails")
+			}
+			time.Sleep(2 * time.Millisecond)
+			return &entry{}, nil
+		},
+		Discard: func(*entry) {},
+		Want:    func() int { return 2 },
+		Usable:  func(*entry) bool { return true },
+		OnBoot: func(d time.Duration) {
+			mu.Lock()
+			reported = append(reported, d)
+			mu.Unlock()
+		},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	defer p.Close()
+	waitFor(t, func() bool { return p.Size() == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 2 || reported[0] < 2*time.Millisecond || reported[1] < 2*time.Millisecond {
+		t.Fatalf("reported %v, want two boots of at least 2 ms", reported)
 	}
 }
 
