@@ -52,7 +52,7 @@ func newMetrics(m metric.Meter) (*Metrics, error) {
 		return
 	})
 	mk(func() (e error) {
-		ms.kills, e = m.Int64Counter("code_runner.kills", metric.WithDescription("calls that ended in a kill, by reason (timeout, memory, budget)"), metric.WithUnit("{kill}"))
+		ms.kills, e = m.Int64Counter("code_runner.kills", metric.WithDescription("calls that ended in a kill, by reason (timeout, memory, budget, host_death)"), metric.WithUnit("{kill}"))
 		return
 	})
 	mk(func() (e error) {
@@ -110,6 +110,8 @@ func killReason(outcome, message string) string {
 		return "budget"
 	case strings.HasSuffix(outcome, "::resource_exhausted") && strings.Contains(message, "memory"):
 		return "memory"
+	case strings.HasSuffix(outcome, "::engine") && strings.Contains(message, "crashed during this call"):
+		return "host_death" // an isolate host that died under its call
 	}
 	return ""
 }

@@ -118,6 +118,7 @@ func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 		"code-runner::resource_exhausted: run wrote more than 4194304 bytes (or more than 64 files) under /out and was killed", time.Millisecond)
 	m.Invocation(ctx, "guest", "ns::f", "", "", "code-runner::timeout", "code-runner::timeout: execution exceeded its deadline", time.Millisecond)
 	m.Invocation(ctx, "worker", "code-runner::run", "node", "one-shot", "code-runner::invalid_request", "code-runner::invalid_request: code is empty", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "node", "kept", "code-runner::engine", "code-runner::engine: the runtime's isolate host crashed during this call; retry", time.Millisecond)
 	m.Reload(ctx, true)
 	m.Reload(ctx, false)
 	m.Reload(ctx, false)
@@ -152,6 +153,7 @@ func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 		"code_runner.kills reason=memory":                                               "1",
 		"code_runner.kills reason=budget":                                               "1",
 		"code_runner.kills reason=timeout":                                              "1",
+		"code_runner.kills reason=host_death":                                           "1",
 		"code_runner.config.reloads result=accepted":                                    "1",
 		"code_runner.config.reloads result=rejected":                                    "2",
 		"code_runner.bridge.calls outcome=ok":                                           "1",
@@ -168,8 +170,8 @@ func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 			kills++
 		}
 	}
-	if kills != 3 || len(got) != 12 {
-		t.Errorf("%d kill series of %d, want 3 of 12 (an invalid request is no kill): %v", kills, len(got), got)
+	if kills != 4 || len(got) != 15 {
+		t.Errorf("%d kill series of %d, want 4 of 15 (an invalid request is no kill): %v", kills, len(got), got)
 	}
 }
 
