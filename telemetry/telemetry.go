@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -99,8 +100,17 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 		t.sink = NewSink(strings.TrimSuffix(o.EngineURL, "/")+"/otel", o.QueueFrames, o.Log)
 		procs = append(procs, sdktrace.WithBatcher(&engineExporter{sink: t.sink}, sdktrace.WithBatchTimeout(o.FlushInterval)))
 	}
+	var readers []sdkmetric.Option
+	if t.sink != nil {
+		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&engineMetricExporter{sink: t.sink}, sdkmetric.WithInterval(o.MetricInterval))))
+	}
 	if o.OTLPEndpoint != "" {
-		exp, err := otlptracehttp.New(ctx) // reads OTEL_EXPORTER_OTLP_* itself
+		// Both read OTEL_EXPORTER_OTLP_* themselves.
+		exp, err := otlptracehttp.New(ctx)
+		var mexp sdkmetric.Exporter
+		if err == nil {
+			mexp, err = otlpmetrichttp.New(ctx)
+		}
 		if err != nil {
 			if t.sink != nil {
 				t.sink.Close()
@@ -108,6 +118,7 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 			return nil, fmt.Errorf("OTLP/HTTP exporter for %s: %w", o.OTLPEndpoint, err)
 		}
 		procs = append(procs, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(o.FlushInterval)))
+		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(o.MetricInterval))))
 	}
 	if len(procs) == 0 {
 		return t, nil
@@ -115,15 +126,14 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	res := resource.NewSchemaless(semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version))
 	t.tp = sdktrace.NewTracerProvider(append(procs, sdktrace.WithResource(res))...)
 	t.tracer = t.tp.Tracer("code-runner", trace.WithInstrumentationVersion(o.Version))
+	t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+	m, err := newMetrics(t.mp.Meter("code-runner", metric.WithInstrumentationVersion(o.Version)))
+	if err != nil {
+		_ = t.Shutdown(ctx)
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	t.metrics = m
 	if t.sink != nil {
-		t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
-			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&engineMetricExporter{sink: t.sink}, sdkmetric.WithInterval(o.MetricInterval))))
-		m, err := newMetrics(t.mp.Meter("code-runner", metric.WithInstrumentationVersion(o.Version)))
-		if err != nil {
-			_ = t.Shutdown(ctx)
-			return nil, fmt.Errorf("metrics: %w", err)
-		}
-		t.metrics = m
 		t.logs = newLogBatcher(t.sink, res.Attributes(), otlpScope{Name: "code-runner", Version: o.Version}, o.FlushInterval)
 	}
 	return t, nil

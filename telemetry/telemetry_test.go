@@ -254,3 +254,39 @@ func TestLogsCarryTheTraceOfTheirCall(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestOTLPHTTPCollectorGetsSpansAndMetrics: with OTEL_EXPORTER_OTLP_ENDPOINT
+// set (and the engine socket off) spans and metrics go to the collector's
+// /v1/traces and /v1/metrics through the official exporters.
+func TestOTLPHTTPCollectorGetsSpansAndMetrics(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if r.Method == http.MethodPost && len(b) > 0 {
+			got[r.URL.Path]++
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	ctx := context.Background()
+	tel, err := Start(ctx, Options{OTLPEndpoint: srv.URL, Service: "code-runner", Version: "t", FlushInterval: time.Hour, MetricInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+	_, span := tel.StartServer(ctx, "code-runner::run")
+	span.End("ok")
+	tel.Metrics().Reload(ctx, true)
+	if err := tel.ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["/v1/traces"] == 0 || got["/v1/metrics"] == 0 {
+		t.Fatalf("collector requests %v, want /v1/traces and /v1/metrics", got)
+	}
+}
