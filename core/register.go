@@ -117,6 +117,7 @@ func CheckNamespaceSegment(seg string) error {
 // Register handles code-runner::register_function (docs/behaviour.md#register-validation-order).
 func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	req := call.Request.(*RegisterRequest)
+	noteCall(ctx, req.Lang, ModeNamespace)
 	for _, f := range []struct {
 		name string
 		raw  []byte

@@ -47,6 +47,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 		if req.Lang != "" && req.Lang != k.Lang {
 			return nil, Errorf(CodeInvalidRequest, "this runtime runs %s; omit `lang` or pass the matching one — languages cannot be mixed in one runtime", k.Lang)
 		}
+		noteCall(ctx, k.Lang, ModeKept)
 		if err := checkCodeSize(req.Code); err != nil {
 			return nil, err
 		}
@@ -54,6 +55,11 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	}
 	if req.Lang == "" {
 		return nil, Errorf(CodeInvalidRequest, "`lang` is required when there is no `runtime_id`: \"node\" or \"python\"")
+	}
+	if req.Keep {
+		noteCall(ctx, req.Lang, ModeKept)
+	} else {
+		noteCall(ctx, req.Lang, ModeOneShot)
 	}
 	if err := checkCodeSize(req.Code); err != nil {
 		return nil, err

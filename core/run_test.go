@@ -305,3 +305,34 @@ func TestRunResponseKeepsHTMLCharacters(t *testing.T) {
 		t.Fatalf("%s", e)
 	}
 }
+
+// TestRunNotesLanguageAndMode: the run service tells the call's notes the
+// language and kind of runtime — a kept runtime's language from the
+// registry when the request names only its id — and says nothing for a
+// request it refused before knowing them.
+func TestRunNotesLanguageAndMode(t *testing.T) {
+	h := newHarness(t, nil)
+	invoke := func(payload string) (string, any) {
+		var got string
+		ctx := WithCallNotes(context.Background(), func(l Lang, m string) { got = string(l) + "/" + m })
+		res, err := h.router.Invoke(ctx, FnRun, json.RawMessage(payload), nil)
+		if err != nil {
+			return got, err
+		}
+		return got, res
+	}
+	if got, _ := invoke(`{"lang":"python","code":"return 1"}`); got != "python/one-shot" {
+		t.Fatalf("one-shot noted %q", got)
+	}
+	got, res := invoke(`{"lang":"node","code":"return 1","keep":true}`)
+	if got != "node/kept" {
+		t.Fatalf("keep noted %q", got)
+	}
+	id := res.(*RunResponse).RuntimeID
+	if got, _ := invoke(`{"runtime_id":"` + id + `","code":"return 2"}`); got != "node/kept" {
+		t.Fatalf("a kept runtime's turn noted %q", got)
+	}
+	if got, _ := invoke(`{"code":"return 1"}`); got != "" {
+		t.Fatalf("a request refused for its missing lang noted %q", got)
+	}
+}

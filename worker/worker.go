@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/capsfilter"
@@ -70,14 +71,21 @@ func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 	return func(ctx context.Context, req iii.Request) (any, error) {
 		start := time.Now()
 		ctx = telemetry.Extract(ctx, req.Traceparent, req.Baggage)
-		lang, mode := describe(req)
+		var (
+			mu         sync.Mutex
+			lang, mode string
+		)
+		// The run and register services note the language and the kind of
+		// runtime once they have decoded the request.
+		ctx = core.WithCallNotes(ctx, func(l core.Lang, m string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if l == core.LangNode || l == core.LangPython { // a guest's own word is never copied
+				lang = string(l)
+			}
+			mode = m
+		})
 		attrs := []attribute.KeyValue{attribute.Int("code_runner.request_bytes", len(req.Data))}
-		if mode != "" {
-			attrs = append(attrs, attribute.String("code_runner.mode", mode))
-		}
-		if lang != "" {
-			attrs = append(attrs, attribute.String("code_runner.lang", lang))
-		}
 		ctx, span := tel.StartServer(ctx, req.FunctionID, attrs...)
 		res, err := h(ctx, req)
 		outcome, message := "ok", ""
@@ -96,37 +104,19 @@ func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 			end = append(end, attribute.Int("code_runner.result_bytes", result), attribute.Int("code_runner.stdout_bytes", stdout),
 				attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped))
 		}
+		mu.Lock()
+		if mode != "" {
+			end = append(end, attribute.String("code_runner.mode", mode))
+		}
+		if lang != "" {
+			end = append(end, attribute.String("code_runner.lang", lang))
+		}
+		l, m := lang, mode
+		mu.Unlock()
 		span.End(outcome, end...)
-		tel.Metrics().Invocation(ctx, kind, req.FunctionID, lang, mode, outcome, message, time.Since(start))
+		tel.Metrics().Invocation(ctx, kind, req.FunctionID, l, m, outcome, message, time.Since(start))
 		return res, err
 	}
-}
-
-// describe tells, for run and register_function, the language and the
-// kind of runtime of a request without copying anything else from it (a
-// language other than node or python is left out: a guest's own word is
-// never copied into telemetry).
-func describe(req iii.Request) (lang, mode string) {
-	if req.FunctionID != core.FnRun && req.FunctionID != core.FnRegisterFunction {
-		return "", ""
-	}
-	var r struct {
-		Lang      string `json:"lang"`
-		Keep      bool   `json:"keep"`
-		RuntimeID string `json:"runtime_id"`
-	}
-	_ = json.Unmarshal(req.Data, &r)
-	mode = "one-shot"
-	switch {
-	case req.FunctionID == core.FnRegisterFunction:
-		mode = "namespace"
-	case r.RuntimeID != "" || r.Keep:
-		mode = "kept"
-	}
-	if r.Lang == "node" || r.Lang == "python" {
-		lang = r.Lang
-	}
-	return lang, mode
 }
 
 // Transport is the core.Transport of a worker connected to an engine.
