@@ -85,7 +85,6 @@ type Engine struct {
 	bg       sync.WaitGroup   // background disposals; Close waits for them
 	freeing  bool             // a return of freed memory to the system is scheduled
 	BootTime time.Duration    // compile (or cache load) of the default runtime
-	ticks    atomic.Int64     // code_runner.tick calls: guest Python yielding its thread
 }
 
 // wasmRuntime is a wazero runtime with one memory cap and the module
@@ -201,7 +200,7 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 	cctx := experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
 	rt := wazero.NewRuntimeWithConfig(cctx, cfg)
 	wasi_snapshot_preview1.MustInstantiate(cctx, rt)
-	if err := instantiateTick(cctx, rt, &e.ticks); err != nil {
+	if err := instantiateTick(cctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -31,13 +30,10 @@ const (
 //     teardown) it ends the instance, as WASI's proc_exit does;
 //   - otherwise it yields the P, so a guest computing on every P still
 //     leaves the bus, node calls and timers their turn.
-//
-// Each call counts in ticks.
-func instantiateTick(ctx context.Context, rt wazero.Runtime, ticks *atomic.Int64) error {
+func instantiateTick(ctx context.Context, rt wazero.Runtime) error {
 	_, err := rt.NewHostModuleBuilder(tickModule).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, _ []uint64) {
-			ticks.Add(1)
 			if ctx.Err() != nil {
 				_ = mod.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
 				panic(sys.NewExitError(sys.ExitCodeContextCanceled))
