@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -84,11 +83,7 @@ func (b *logBatcher) flush() {
 		"resource":  otlpResource{Attributes: b.resource},
 		"scopeLogs": []any{map[string]any{"scope": b.scope, "logRecords": batch}},
 	}}}
-	body, err := json.Marshal(doc)
-	if err != nil {
-		return
-	}
-	b.sink.Send(append([]byte(logsPrefix), body...))
+	_ = b.sink.SendJSON(logsPrefix, doc) // a record that cannot be encoded is dropped
 }
 
 func (b *logBatcher) close() {

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -151,12 +150,7 @@ func (e *engineMetricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric
 }
 
 func (e *engineMetricExporter) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
-	b, err := json.Marshal(encodeMetrics(rm))
-	if err != nil {
-		return err
-	}
-	e.sink.Send(append([]byte(metricsPrefix), b...))
-	return nil
+	return e.sink.SendJSON(metricsPrefix, encodeMetrics(rm))
 }
 
 func (e *engineMetricExporter) ForceFlush(context.Context) error { return nil }

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,12 +24,7 @@ func (e *engineExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnl
 	if len(spans) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(encodeSpans(spans))
-	if err != nil {
-		return err
-	}
-	e.sink.Send(append([]byte(tracesPrefix), b...))
-	return nil
+	return e.sink.SendJSON(tracesPrefix, encodeSpans(spans))
 }
 
 // Shutdown implements sdktrace.SpanExporter; the sink is closed by its owner.

@@ -1,7 +1,10 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -39,6 +42,18 @@ func (s *Sink) Send(frame []byte) {
 	default:
 		s.dropped.Add(1)
 	}
+}
+
+// SendJSON encodes doc as JSON behind the 4-byte signal prefix ("OTLP",
+// "MTRC", "LOGS") in one buffer and queues it as one frame.
+func (s *Sink) SendJSON(prefix string, doc any) error {
+	var buf bytes.Buffer
+	buf.WriteString(prefix)
+	if err := json.NewEncoder(&buf).Encode(doc); err != nil {
+		return fmt.Errorf("encode %s frame: %w", prefix, err)
+	}
+	s.Send(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return nil
 }
 
 // Dropped is how many frames found the queue full.

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -25,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/golden"
 )
 
@@ -175,42 +174,18 @@ func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 	}
 }
 
-// otelServer is a stand-in for the engine's /otel socket that records
-// every binary frame.
-func otelServer(t *testing.T) (url string, frames func() [][]byte) {
-	var mu sync.Mutex
-	var got [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		ws.SetReadLimit(-1)
-		for {
-			_, b, err := ws.Read(r.Context())
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			got = append(got, b)
-			mu.Unlock()
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return "ws" + strings.TrimPrefix(srv.URL, "http"), func() [][]byte {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([][]byte{}, got...)
-	}
-}
-
 // TestLogsCarryTheTraceOfTheirCall: a record written in a span's context
 // goes out as an OTLP log with that span's ids, its level and attributes,
 // through the real socket.
 func TestLogsCarryTheTraceOfTheirCall(t *testing.T) {
-	url, frames := otelServer(t)
+	eng, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}) // records /otel frames
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	frames := eng.OtelFrames
 	ctx := context.Background()
-	tel, err := Start(ctx, Options{EngineURL: url, Enabled: true, Service: "code-runner", Version: "t", FlushInterval: time.Hour})
+	tel, err := Start(ctx, Options{EngineURL: eng.URL(), Enabled: true, Service: "code-runner", Version: "t", FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
