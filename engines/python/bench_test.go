@@ -3,13 +3,22 @@ package python
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
+	"github.com/code-runner-go/code-runner/internal/wasmloops"
 )
 
 func benchRun(b testing.TB, r *rig, req map[string]any) resp {
@@ -135,4 +144,94 @@ func BenchmarkPythonMemoryReturns(b *testing.B) {
 	b.ReportMetric(float64(peak)/1024, "with-50-kept-MiB")
 	b.ReportMetric(float64(after)/1024, "after-teardown-MiB")
 	b.ReportMetric(time.Since(start).Seconds(), "seconds-to-within-10pct-of-idle")
+}
+
+// killabilityProgram times three workloads in-process, best of three, and
+// prints "sum dict json" in ms.
+const killabilityProgram = `import time, json
+def best(f):
+    b = 1e9
+    for _ in range(3):
+        t = time.perf_counter(); f(); b = min(b, time.perf_counter() - t)
+    return round(b * 1000)
+def s(): sum(i*i for i in range(10**6))
+def d():
+    m = {}
+    for i in range(300000): m[str(i)] = i
+def j(): json.loads(json.dumps([{"a": i, "b": str(i)} for i in range(100000)]))
+print(best(s), best(d), best(j))`
+
+// BenchmarkPythonKillability: what it costs to keep a computing guest
+// killable. The same program runs on python.wasm compiled three ways —
+// with no kill mechanism at all (cannot be stopped), with every loop
+// rewritten to call code_runner.tick (what the engine runs), and with
+// wazero's own kill checks (what it ran before) — beside /usr/bin/python3
+// in the same run. The measurement (three cold compiles) is made once per
+// process whatever b.N is; a second round reports the same figures.
+func BenchmarkPythonKillability(b *testing.B) {
+	killability.once.Do(func() {
+		killability.none, killability.loops, killability.checks, killability.system = measureKillability(b)
+	})
+	none, loops, wazeroChecks, system := killability.none, killability.loops, killability.checks, killability.system
+	for i, w := range []string{"sum", "dict", "json"} {
+		b.ReportMetric(none[i], w+"-no-checks-ms")
+		b.ReportMetric(loops[i], w+"-loop-ticks-ms")
+		b.ReportMetric(wazeroChecks[i], w+"-wazero-checks-ms")
+		b.ReportMetric(system[i], w+"-python3-ms")
+		b.ReportMetric(loops[i]/none[i], w+"-loop-ticks-x-no-checks")
+		b.ReportMetric(wazeroChecks[i]/none[i], w+"-wazero-checks-x-no-checks")
+	}
+}
+
+var killability struct {
+	once                        sync.Once
+	none, loops, checks, system []float64
+}
+
+func measureKillability(b *testing.B) (none, loops, wazeroChecks, system []float64) {
+	ctx := context.Background()
+	plain, err := pywasm.Wasm()
+	if err != nil {
+		b.Fatal(err)
+	}
+	std, err := pywasm.Stdlib()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rewritten, err := wasmloops.Instrument(plain, tickModule, tickName, loopTickInterval)
+	if err != nil {
+		b.Fatal(err)
+	}
+	measure := func(wasm []byte, checks bool) []float64 {
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(checks).WithDebugInfoEnabled(false))
+		defer rt.Close(ctx)
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		if err := instantiateTick(ctx, rt); err != nil {
+			b.Fatal(err)
+		}
+		var out, errs strings.Builder
+		fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: std}}, pywasm.StdlibDir)
+		cfg := wazero.NewModuleConfig().WithArgs("python", "-I", "-c", killabilityProgram).WithStdout(&out).WithStderr(&errs).
+			WithFSConfig(fsc).WithSysWalltime().WithSysNanotime()
+		if _, err := rt.InstantiateWithConfig(ctx, wasm, cfg); err != nil {
+			b.Fatalf("%v: %s", err, errs.String())
+		}
+		return parseTimes(b, out.String())
+	}
+	none = measure(plain, false)
+	loops = measure(rewritten, false)
+	wazeroChecks = measure(plain, true)
+	native, err := exec.Command("/usr/bin/python3", "-I", "-c", killabilityProgram).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return none, loops, wazeroChecks, parseTimes(b, string(native))
+}
+
+func parseTimes(b *testing.B, s string) []float64 {
+	var v [3]float64
+	if n, err := fmt.Sscan(s, &v[0], &v[1], &v[2]); n != 3 || err != nil {
+		b.Fatalf("timings %q: %v", s, err)
+	}
+	return v[:]
 }
