@@ -115,11 +115,19 @@ type RefusalObserver interface {
 	Refused(ctx context.Context, functionID string)
 }
 
+// NoteRefusal tells t, when it is a RefusalObserver, that a guest call to
+// functionID ("" when the request was too malformed to name one) was
+// refused before it reached the bus. Engines call it for the checks they
+// make before the bridge.
+func NoteRefusal(ctx context.Context, t Transport, functionID string) {
+	if o, ok := t.(RefusalObserver); ok {
+		o.Refused(ctx, functionID)
+	}
+}
+
 func (b *policyBridge) Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error) {
 	if err := capsfilter.CheckGuestTrigger(req.FunctionID, req.Payload); err != nil {
-		if o, ok := b.transport.(RefusalObserver); ok {
-			o.Refused(ctx, req.FunctionID)
-		}
+		NoteRefusal(ctx, b.transport, req.FunctionID)
 		return nil, err
 	}
 	timeout := GuestTimeout(req.TimeoutMS, req.Deadline, time.Now(), b.cfg)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -92,31 +93,31 @@ func (b *logBatcher) close() {
 }
 
 // logHandler passes every record to the next handler and also queues it
-// for export, with the trace and span ids of the span in its context.
+// for export, with the trace and span ids of the span in its context: as a
+// LOGS frame for the engine socket (logs) and through the log SDK to the
+// OTLP/HTTP collector (logger). Either may be nil.
 type logHandler struct {
 	next   slog.Handler
 	logs   *logBatcher
+	logger otellog.Logger
 	attrs  []slog.Attr
 	prefix string // group names, dot-joined, for attributes added later
 }
 
 // LogHandler returns a slog.Handler that writes through next and exports
-// each record as an OTLP log (when t exports to the engine; otherwise
-// next itself).
+// each record as an OTLP log (when t exports logs at all; otherwise next
+// itself).
 func (t *Telemetry) LogHandler(next slog.Handler) slog.Handler {
-	if t == nil || t.logs == nil {
+	if t == nil || (t.logs == nil && t.logger == nil) {
 		return next
 	}
-	return &logHandler{next: next, logs: t.logs}
+	return &logHandler{next: next, logs: t.logs, logger: t.logger}
 }
 
 func (h *logHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 	err := h.next.Handle(ctx, r)
-	rec := logRecord{TimeUnixNano: strconv.FormatInt(r.Time.UnixNano(), 10), SeverityNumber: severity(r.Level), SeverityText: r.Level.String()}
-	msg := r.Message
-	rec.Body = otlpValue{StringValue: &msg}
 	kvs := make([]attribute.KeyValue, 0, len(h.attrs)+r.NumAttrs())
 	for _, a := range h.attrs {
 		kvs = append(kvs, attribute.String(a.Key, a.Value.String()))
@@ -125,11 +126,26 @@ func (h *logHandler) Handle(ctx context.Context, r slog.Record) error {
 		kvs = append(kvs, attribute.String(h.prefix+a.Key, a.Value.String()))
 		return true
 	})
-	rec.Attributes = keyValues(kvs)
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	if h.logs != nil {
+		rec := logRecord{TimeUnixNano: strconv.FormatInt(r.Time.UnixNano(), 10), SeverityNumber: severity(r.Level), SeverityText: r.Level.String()}
+		msg := r.Message
+		rec.Body = otlpValue{StringValue: &msg}
+		rec.Attributes = keyValues(kvs)
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
+		}
+		h.logs.add(rec)
 	}
-	h.logs.add(rec)
+	if h.logger != nil {
+		// The SDK takes the trace and span ids from ctx itself.
+		var rec otellog.Record
+		rec.SetTimestamp(r.Time)
+		rec.SetSeverity(otellog.Severity(severity(r.Level)))
+		rec.SetSeverityText(r.Level.String())
+		rec.SetBody(attribute.StringValue(r.Message))
+		rec.AddAttributes(kvs...)
+		h.logger.Emit(ctx, rec)
+	}
 	return err
 }
 

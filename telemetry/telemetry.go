@@ -4,7 +4,8 @@
 // wire to the callee. Spans go to the engine's /otel socket in the frame
 // format the iii Node SDK uses (a 4-byte "OTLP" prefix, then OTLP JSON),
 // unless OTEL_ENABLED turns that off, and to any OTLP/HTTP collector named
-// by OTEL_EXPORTER_OTLP_ENDPOINT.
+// by OTEL_EXPORTER_OTLP_ENDPOINT. Metrics and the worker's slog records take
+// the same two ways (MTRC and LOGS frames on the socket).
 //
 // Telemetry never waits on its exporters: spans queue in the SDK's batch
 // processor and then in a bounded frame queue, and what does not fit is
@@ -22,10 +23,13 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -75,7 +79,9 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	mp      *sdkmetric.MeterProvider
 	metrics *Metrics
-	logs    *logBatcher
+	logs    *logBatcher           // slog records to the engine socket
+	lp      *sdklog.LoggerProvider // slog records to the OTLP/HTTP collector
+	logger  otellog.Logger
 	sink    *Sink
 }
 
@@ -100,16 +106,25 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 		t.sink = NewSink(strings.TrimSuffix(o.EngineURL, "/")+"/otel", o.QueueFrames, o.Log)
 		procs = append(procs, sdktrace.WithBatcher(&engineExporter{sink: t.sink}, sdktrace.WithBatchTimeout(o.FlushInterval)))
 	}
-	var readers []sdkmetric.Option
+	var (
+		readers []sdkmetric.Option
+		logProc sdklog.Processor
+	)
 	if t.sink != nil {
 		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&engineMetricExporter{sink: t.sink}, sdkmetric.WithInterval(o.MetricInterval))))
 	}
 	if o.OTLPEndpoint != "" {
 		// Both read OTEL_EXPORTER_OTLP_* themselves.
 		exp, err := otlptracehttp.New(ctx)
-		var mexp sdkmetric.Exporter
+		var (
+			mexp sdkmetric.Exporter
+			lexp sdklog.Exporter
+		)
 		if err == nil {
 			mexp, err = otlpmetrichttp.New(ctx)
+		}
+		if err == nil {
+			lexp, err = otlploghttp.New(ctx)
 		}
 		if err != nil {
 			if t.sink != nil {
@@ -119,6 +134,9 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 		}
 		procs = append(procs, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(o.FlushInterval)))
 		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(o.MetricInterval))))
+		// The batch processor drops records when its queue is full; it
+		// never makes a logging call wait.
+		logProc = sdklog.NewBatchProcessor(lexp, sdklog.WithExportInterval(o.FlushInterval), sdklog.WithMaxQueueSize(2048))
 	}
 	if len(procs) == 0 {
 		return t, nil
@@ -135,6 +153,10 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	t.metrics = m
 	if t.sink != nil {
 		t.logs = newLogBatcher(t.sink, res.Attributes(), otlpScope{Name: "code-runner", Version: o.Version}, o.FlushInterval)
+	}
+	if logProc != nil {
+		t.lp = sdklog.NewLoggerProvider(sdklog.WithProcessor(logProc), sdklog.WithResource(res))
+		t.logger = t.lp.Logger("code-runner", otellog.WithInstrumentationVersion(o.Version))
 	}
 	return t, nil
 }
@@ -182,6 +204,9 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t.logs != nil {
 		t.logs.close()
 	}
+	if t.lp != nil {
+		err = errors.Join(err, t.lp.Shutdown(ctx))
+	}
 	if t.sink != nil {
 		t.sink.Close()
 	}
@@ -199,6 +224,9 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 	}
 	if t.logs != nil {
 		t.logs.flush()
+	}
+	if t.lp != nil {
+		err = errors.Join(err, t.lp.ForceFlush(ctx))
 	}
 	return err
 }

@@ -23,6 +23,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/golden"
 )
@@ -231,16 +235,30 @@ func TestLogsCarryTheTraceOfTheirCall(t *testing.T) {
 }
 
 // TestOTLPHTTPCollectorGetsSpansAndMetrics: with OTEL_EXPORTER_OTLP_ENDPOINT
-// set (and the engine socket off) spans and metrics go to the collector's
-// /v1/traces and /v1/metrics through the official exporters.
+// set (and the engine socket off) spans, metrics and the worker's log
+// records go to the collector's /v1/traces, /v1/metrics and /v1/logs through
+// the official exporters; a record written inside a span carries its trace
+// and span ids.
 func TestOTLPHTTPCollectorGetsSpansAndMetrics(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]int{}
+	var logs []*logspb.LogRecord
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		if r.Method == http.MethodPost && len(b) > 0 {
 			got[r.URL.Path]++
+		}
+		if r.URL.Path == "/v1/logs" {
+			var req collogspb.ExportLogsServiceRequest
+			if err := proto.Unmarshal(b, &req); err != nil {
+				t.Errorf("/v1/logs body is not an OTLP export request: %v", err)
+			}
+			for _, rl := range req.ResourceLogs {
+				for _, sl := range rl.ScopeLogs {
+					logs = append(logs, sl.LogRecords...)
+				}
+			}
 		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-protobuf")
@@ -253,15 +271,36 @@ func TestOTLPHTTPCollectorGetsSpansAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tel.Shutdown(ctx)
-	_, span := tel.StartServer(ctx, "code-runner::run")
+	var local bytes.Buffer
+	log := slog.New(tel.LogHandler(slog.NewTextHandler(&local, nil)))
+	sctx, span := tel.StartServer(ctx, "code-runner::run")
+	log.WarnContext(sctx, "runtime reaped", "kind", "kept")
+	sc := trace.SpanContextFromContext(sctx)
 	span.End("ok")
 	tel.Metrics().Reload(ctx, true)
 	if err := tel.ForceFlush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(local.String(), "runtime reaped") {
+		t.Errorf("the next handler did not get the record: %q", local.String())
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got["/v1/traces"] == 0 || got["/v1/metrics"] == 0 {
-		t.Fatalf("collector requests %v, want /v1/traces and /v1/metrics", got)
+	if got["/v1/traces"] == 0 || got["/v1/metrics"] == 0 || got["/v1/logs"] == 0 {
+		t.Fatalf("collector requests %v, want /v1/traces, /v1/metrics and /v1/logs", got)
+	}
+	if len(logs) != 1 {
+		t.Fatalf("collector got %d log records, want 1", len(logs))
+	}
+	r := logs[0]
+	if r.Body.GetStringValue() != "runtime reaped" || r.SeverityNumber != logspb.SeverityNumber_SEVERITY_NUMBER_WARN {
+		t.Errorf("record body %q severity %v, want \"runtime reaped\" at WARN", r.Body.GetStringValue(), r.SeverityNumber)
+	}
+	tid, sid := sc.TraceID(), sc.SpanID()
+	if !bytes.Equal(r.TraceId, tid[:]) || !bytes.Equal(r.SpanId, sid[:]) {
+		t.Errorf("record trace/span %x/%x, want the span's %s/%s", r.TraceId, r.SpanId, tid, sid)
+	}
+	if len(r.Attributes) != 1 || r.Attributes[0].Key != "kind" || r.Attributes[0].Value.GetStringValue() != "kept" {
+		t.Errorf("record attributes %v, want kind=kept", r.Attributes)
 	}
 }

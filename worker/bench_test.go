@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -121,9 +123,10 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 }
 
 // BenchmarkTelemetryCost: node one-shots over the bus with telemetry on
-// (spans to the engine's /otel socket) beside the same calls with
-// OTEL_ENABLED=false, each on a fresh worker in the same run. Interleaved
-// rounds, so drift on a noisy machine hits both alike.
+// (spans, metrics and logs to the engine's /otel socket) beside the same
+// calls with OTEL_ENABLED=false, each on a fresh worker logging at the
+// production level (info) in the same run. Four interleaved rounds each, so
+// drift on a noisy machine hits both alike.
 func BenchmarkTelemetryCost(b *testing.B) {
 	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
 	if err != nil {
@@ -131,13 +134,13 @@ func BenchmarkTelemetryCost(b *testing.B) {
 	}
 	defer e.Close()
 	var on, off benchutil.Samples
-	for round := 0; round < 2; round++ {
-		for _, enabled := range []bool{true, false} {
+	for round := 0; round < 4; round++ {
+		for _, enabled := range []bool{round%2 == 0, round%2 != 0} {
 			env := envFrom(map[string]string{"OTEL_ENABLED": "false"})
 			if enabled {
 				env = envFrom(nil)
 			}
-			s := startServe(b, e, ServeOptions{Env: env})
+			s := startServe(b, e, ServeOptions{Env: env, Log: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 			time.Sleep(2 * time.Second) // pools fill
 			samples := benchutil.TimeEach(max(b.N, 50), func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

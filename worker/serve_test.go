@@ -49,7 +49,9 @@ func startServe(t testing.TB, e *iiitest.Engine, o ServeOptions) *served {
 	o.NodeHost = []string{os.Args[0]}
 	o.NodeEnv = []string{"CODE_RUNNER_ISOLATE_HOST=1"}
 	o.PythonCacheDir = testCacheDir
-	o.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if o.Log == nil { // a caller's own logger (benchmarks: the production level) leaves logs empty
+		o.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	ready := make(chan *App, 1)
 	o.Ready = func(a *App) { ready <- a }
 	ctx, cancel := context.WithCancel(context.Background())

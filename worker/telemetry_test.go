@@ -394,9 +394,10 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "for (;;) {}", "timeout_ms": 200}, nil); err != nil || eb == nil || eb.Code != "code-runner::timeout" {
 		t.Fatalf("the spinning node run: %v %+v", err, eb)
 	}
-	// A guest call the deny-list refuses, and one the engine answers.
+	// A guest call the deny-list refuses, one python refuses before the
+	// bridge (an id over 512 bytes), and one the engine answers.
 	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python",
-		"code": "try:\n    iii.trigger({'function_id': 'state::claim-namespace'})\nexcept RuntimeError:\n    pass\nresult = iii.trigger({'function_id': 'code-runner::run', 'payload': {'lang': 'node', 'code': 'return 7'}})['result']"}, nil); err != nil || eb != nil {
+		"code": "for fid in ('state::claim-namespace', 'x' * 600):\n    try:\n        iii.trigger({'function_id': fid})\n    except RuntimeError:\n        pass\nresult = iii.trigger({'function_id': 'code-runner::run', 'payload': {'lang': 'node', 'code': 'return 7'}})['result']"}, nil); err != nil || eb != nil {
 		t.Fatalf("the guest calls: %v %+v", err, eb)
 	}
 	want := map[string]map[string]string{
@@ -406,7 +407,7 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			"lang=node,mode=one-shot,outcome=ok":                   "1", // the guest's nested run
 		},
 		"code_runner.run.duration":  {"lang=python,outcome=ok": "3", "lang=node,outcome=code-runner::timeout": "1"},
-		"code_runner.bridge.calls":  {"outcome=refused": "1", "outcome=ok": "1"},
+		"code_runner.bridge.calls":  {"outcome=refused": "2", "outcome=ok": "1"},
 		"code_runner.kills":         {"reason=timeout": "1"},
 		"code_runner.runtimes.live": {"kind=kept": "0", "kind=namespace": "0"},
 	}

@@ -54,15 +54,16 @@ type triggerArgs struct {
 
 func (r *runtime) trigger(m *hostproto.Msg) {
 	var a triggerArgs
-	if err := json.Unmarshal(m.Args, &a); err != nil {
-		r.reply(m.Call, nil, fmt.Errorf("malformed iii request: %v", err))
-		return
-	}
 	r.mu.Lock()
 	b, parent := r.bridge, r.taskValues[m.Task]
 	r.mu.Unlock()
 	if parent == nil {
 		parent = context.Background() // detached work: no call
+	}
+	if err := json.Unmarshal(m.Args, &a); err != nil {
+		core.NoteRefusal(parent, r.e.opts.Transport, "")
+		r.reply(m.Call, nil, fmt.Errorf("malformed iii request: %v", err))
+		return
 	}
 	if b == nil {
 		b = core.NewPolicyBridge(r.e.opts.Transport, r.e.config())

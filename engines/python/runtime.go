@@ -455,25 +455,30 @@ func replyFrame(ok bool, value any) []byte {
 // trigger answers a guest iii.trigger (docs/behaviour.md#guest-iii-python): host-side limits,
 // the same-interpreter refusal, then the bridge (deny-list, timeouts).
 func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, deadline time.Time) []byte {
+	// Refusals made here, before the bridge, are counted like the bridge's.
+	refuse := func(functionID, msg string) []byte {
+		core.NoteRefusal(ctx, r.e.opts.Transport, functionID)
+		return replyFrame(false, msg)
+	}
 	if len(ev) > core.MaxGuestRequestBytes {
-		return replyFrame(false, fmt.Sprintf("iii request exceeded %d bytes and was refused", core.MaxGuestRequestBytes))
+		return refuse("", fmt.Sprintf("iii request exceeded %d bytes and was refused", core.MaxGuestRequestBytes))
 	}
 	var req guestRequest
 	if err := json.Unmarshal(ev, &req); err != nil {
-		return replyFrame(false, "malformed iii request: "+err.Error())
+		return refuse("", "malformed iii request: "+err.Error())
 	}
 	if n := len(req.FunctionID); n > core.MaxFunctionIDBytes {
-		return replyFrame(false, core.OverMax("function_id", n, core.MaxFunctionIDBytes))
+		return refuse("", core.OverMax("function_id", n, core.MaxFunctionIDBytes))
 	}
 	var payloadText string
 	if err := json.Unmarshal(req.Payload, &payloadText); err != nil || !json.Valid([]byte(payloadText)) {
-		return replyFrame(false, "malformed iii request: payload is not JSON")
+		return refuse(req.FunctionID, "malformed iii request: payload is not JSON")
 	}
 	r.mu.Lock()
 	own := r.fns[req.FunctionID]
 	r.mu.Unlock()
 	if own {
-		return replyFrame(false, req.FunctionID+" is served by this same interpreter and cannot be called from inside a turn")
+		return refuse(req.FunctionID, req.FunctionID+" is served by this same interpreter and cannot be called from inside a turn")
 	}
 	if bridge == nil {
 		bridge = core.NewPolicyBridge(r.e.opts.Transport, r.e.config())
