@@ -415,10 +415,8 @@ func (ip *interp) reset(ctx context.Context) error {
 		return err
 	}
 	ip.open.closeOpened()
-	wipe(ip.workDir)
-	wipe(ip.outDir)
-	ip.work.reset()
-	ip.out.reset()
+	ip.work.empty()
+	ip.out.empty()
 	ip.resetMemoryDenied()
 	return ip.ping(ctx, pingFrame)
 }

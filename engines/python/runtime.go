@@ -236,8 +236,7 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 		return turnResult{err: core.ErrTimeout()}
 	}
 	defer r.e.release()
-	wipe(ip.outDir)
-	ip.out.reset()
+	ip.out.empty()
 	ip.resetMemoryDenied()
 	var stdout, stderr capture
 	ip.stdout.setCapture(&stdout)

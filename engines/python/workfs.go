@@ -26,6 +26,12 @@ const (
 // that would still cross it is refused and the budget is marked over; the
 // turn then ends as the budget kill (the guest never gets to carry on past
 // the refusal).
+//
+// Every change a guest can make to the directory's bytes or entries goes
+// through the mount (guardedFS, guardedFile), which bumps gen before and
+// after it; a measurement taken while gen has not moved since the last one
+// would find what that one found, so it is skipped. A kept turn that writes
+// nothing then costs no directory walk at all.
 type budget struct {
 	dir        string // host directory
 	name       string // "/work" or "/out", as the kill message names it
@@ -39,6 +45,10 @@ type budget struct {
 	addEntries  int
 	over        bool
 	onOver      func() // told once, when the budget is first crossed
+
+	gen         uint64 // changes made or admitted through the mount
+	measuredGen uint64 // gen when base* were last measured
+	measured    bool   // base* hold a measurement (false: walk next time)
 }
 
 func newBudget(dir, name string, maxBytes int64, maxEntries int) *budget {
@@ -56,6 +66,7 @@ func (b *budget) setOnOver(fn func()) {
 // counts it when it does.
 func (b *budget) admit(bytes int64, entries int) bool {
 	b.mu.Lock()
+	b.gen++
 	defer b.mu.Unlock()
 	if b.over {
 		return false
@@ -84,8 +95,19 @@ func (b *budget) markOverLocked() {
 	}
 }
 
+// touch records a change made through the mount (after it is made, and for
+// changes that admit nothing: deletions, renames, truncations).
+func (b *budget) touch() {
+	b.mu.Lock()
+	b.gen++
+	b.mu.Unlock()
+}
+
 func (b *budget) measureLocked() {
-	b.baseBytes, b.baseEntries = usage(b.dir)
+	if !b.measured || b.gen != b.measuredGen {
+		b.baseBytes, b.baseEntries = usage(b.dir)
+		b.measured, b.measuredGen = true, b.gen
+	}
 	b.addBytes, b.addEntries = 0, 0
 }
 
@@ -101,8 +123,22 @@ func (b *budget) check() bool {
 	return b.over
 }
 
-// reset forgets a crossing (the directory was emptied, or the interpreter
-// that crossed it is gone) and measures afresh.
+// empty removes everything in the directory — nothing to do when it is
+// known to be empty and nothing changed since — and forgets a crossing.
+func (b *budget) empty() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.measured || b.gen != b.measuredGen || b.baseBytes != 0 || b.baseEntries != 0 {
+		wipe(b.dir)
+		b.baseBytes, b.baseEntries = 0, 0
+		b.measured, b.measuredGen = true, b.gen
+	}
+	b.addBytes, b.addEntries = 0, 0
+	b.over = false
+}
+
+// reset forgets a crossing (the interpreter that crossed it is gone) and
+// measures afresh.
 func (b *budget) reset() {
 	b.mu.Lock()
 	b.over = false
@@ -189,7 +225,28 @@ func (g *guardedFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if !g.b.admit(0, 1) {
 		return experimentalsys.EIO
 	}
+	defer g.b.touch()
 	return g.FS.Mkdir(path, perm)
+}
+
+// Rename, Rmdir and Unlink change what the directory holds: the next
+// measurement walks it.
+func (g *guardedFS) Rename(from, to string) experimentalsys.Errno {
+	g.b.touch()
+	defer g.b.touch()
+	return g.FS.Rename(from, to)
+}
+
+func (g *guardedFS) Rmdir(path string) experimentalsys.Errno {
+	g.b.touch()
+	defer g.b.touch()
+	return g.FS.Rmdir(path)
+}
+
+func (g *guardedFS) Unlink(path string) experimentalsys.Errno {
+	g.b.touch()
+	defer g.b.touch()
+	return g.FS.Unlink(path)
 }
 
 // OpenFile counts a possibly new entry against the budget and wraps the
@@ -197,6 +254,10 @@ func (g *guardedFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 func (g *guardedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	if flag&experimentalsys.O_CREAT != 0 && !g.b.admit(0, 1) {
 		return nil, experimentalsys.EIO
+	}
+	if flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC) != 0 {
+		g.b.touch()
+		defer g.b.touch()
 	}
 	f, errno := g.FS.OpenFile(path, flag, perm)
 	if errno != 0 {
@@ -235,6 +296,7 @@ func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
 	if !f.b.admit(int64(len(p)), 0) {
 		return 0, experimentalsys.EIO
 	}
+	defer f.b.touch()
 	return f.File.Write(p)
 }
 
@@ -248,6 +310,7 @@ func (f *guardedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
 	if !f.b.admit(grow, 0) {
 		return 0, experimentalsys.EIO
 	}
+	defer f.b.touch()
 	return f.File.Pwrite(p, off)
 }
 
@@ -259,6 +322,8 @@ func (f *guardedFile) Truncate(size int64) experimentalsys.Errno {
 	if grow > 0 && !f.b.admit(grow, 0) {
 		return experimentalsys.EIO
 	}
+	f.b.touch()
+	defer f.b.touch()
 	return f.File.Truncate(size)
 }
 

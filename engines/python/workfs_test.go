@@ -1,0 +1,111 @@
+package python
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// mountFile creates name through the mount and writes n bytes to it.
+func mountFile(t *testing.T, g experimentalsys.FS, name string, n int) experimentalsys.Errno {
+	t.Helper()
+	f, errno := g.OpenFile(name, experimentalsys.O_CREAT|experimentalsys.O_RDWR|experimentalsys.O_TRUNC, 0o644)
+	if errno != 0 {
+		return errno
+	}
+	defer f.Close()
+	_, errno = f.Write(make([]byte, n))
+	return errno
+}
+
+// TestBudgetSeesEveryChangeMadeThroughTheMount: measurements are skipped
+// while nothing changed through the mount, so every change that frees or
+// takes space — deleting, renaming over a file, truncating, removing a
+// directory, re-creating with O_TRUNC — must make the next measurement walk
+// the directory (docs/behaviour.md#python-work): after each step the
+// budget's measurement is what the directory holds, and the writes after
+// each freeing step are admitted.
+func TestBudgetSeesEveryChangeMadeThroughTheMount(t *testing.T) {
+	dir := t.TempDir()
+	b := newBudget(dir, "/work", 1000, 4)
+	b.reset()
+	g := newGuardedFS(b, &openFiles{})
+	steps := []struct {
+		name string
+		do   func() experimentalsys.Errno
+	}{
+		{"fill to 900 bytes", func() experimentalsys.Errno { return mountFile(t, g, "a", 900) }},
+		{"delete it", func() experimentalsys.Errno { return g.Unlink("a") }},
+		{"900 bytes again", func() experimentalsys.Errno { return mountFile(t, g, "b", 900) }},
+		{"rename a small file over it", func() experimentalsys.Errno {
+			if errno := mountFile(t, g, "c", 10); errno != 0 {
+				return errno
+			}
+			return g.Rename("c", "b")
+		}},
+		{"900 bytes in another file", func() experimentalsys.Errno { return mountFile(t, g, "d", 900) }},
+		{"truncate it", func() experimentalsys.Errno {
+			f, errno := g.OpenFile("d", experimentalsys.O_RDWR, 0)
+			if errno != 0 {
+				return errno
+			}
+			defer f.Close()
+			return f.Truncate(0)
+		}},
+		{"900 bytes after the truncation", func() experimentalsys.Errno { return mountFile(t, g, "e", 900) }},
+		{"re-create it empty with O_TRUNC", func() experimentalsys.Errno {
+			f, errno := g.OpenFile("e", experimentalsys.O_RDWR|experimentalsys.O_TRUNC, 0)
+			if errno == 0 {
+				f.Close()
+			}
+			return errno
+		}},
+		{"a directory (entry 4 of 4)", func() experimentalsys.Errno { return g.Mkdir("sub", fs.ModeDir|0o755) }},
+		{"remove it", func() experimentalsys.Errno { return g.Rmdir("sub") }},
+		{"900 bytes once more", func() experimentalsys.Errno { return mountFile(t, g, "f", 900) }},
+	}
+	for _, s := range steps {
+		if errno := s.do(); errno != 0 {
+			t.Fatalf("%s: %v (budget %d bytes, %d entries measured)", s.name, errno, b.baseBytes, b.baseEntries)
+		}
+		if b.check() {
+			t.Fatalf("%s: the budget says over with %s holding less than it allows", s.name, dir)
+		}
+		if bytes, entries := usage(dir); b.baseBytes != bytes || b.baseEntries != entries {
+			t.Fatalf("%s: the budget measured %d bytes in %d entries, the directory holds %d in %d", s.name, b.baseBytes, b.baseEntries, bytes, entries)
+		}
+	}
+	// And the budget still refuses a real crossing.
+	if errno := mountFile(t, g, "g", 200); errno == 0 {
+		t.Fatal("a write past 1,000 bytes was admitted")
+	}
+}
+
+// TestEmptyWipesOnlyWhatCouldHoldSomething: emptying a directory nothing
+// changed in since it was last found empty does not walk it; anything made
+// through the mount since is removed.
+func TestEmptyWipesOnlyWhatCouldHoldSomething(t *testing.T) {
+	dir := t.TempDir()
+	b := newBudget(dir, "/out", 1000, 10)
+	g := newGuardedFS(b, &openFiles{})
+	b.empty()
+	// Made behind the mount's back, as nothing in the worker does: a
+	// skipped wipe leaves it, which is how this test sees the skip.
+	if err := os.WriteFile(filepath.Join(dir, "unseen"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.empty()
+	if _, err := os.Stat(filepath.Join(dir, "unseen")); err != nil {
+		t.Fatalf("empty walked a directory nothing changed in: %v", err)
+	}
+	if errno := mountFile(t, g, "made", 5); errno != 0 {
+		t.Fatal(errno)
+	}
+	b.empty()
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("after a write through the mount, empty left %d entries", len(ents))
+	}
+}
