@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -72,12 +73,17 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 }
 
 // BenchmarkNodeWhilePythonComputes: node one-shots from one caller over the
-// bus for 4 s while two python one-shots compute (pure bytecode, no host
-// calls, for longer than that), beside the same node calls with python idle
-// in the same run. Wasm code cannot be preempted by Go's garbage collector:
+// bus, back to back for 3 s and then one every 25 ms for 3 s, while two
+// python one-shots compute (pure bytecode, no host calls, for longer than
+// that), beside the same node calls with python idle in the same run. Wasm code cannot be preempted by Go's garbage collector:
 // a stop-the-world waits for every running guest to reach a check, so the
 // node tail shows how long the worker stalls.
+//
+// The process runs with the Ps a served worker has (Procs: GOMAXPROCS=2 in
+// the environment measures the worker as it was without spare Ps).
 func BenchmarkNodeWhilePythonComputes(b *testing.B) {
+	_, set := os.LookupEnv("GOMAXPROCS")
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(Procs(runtime.GOMAXPROCS(0), set)))
 	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)
@@ -86,9 +92,16 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	s := startServe(b, e, ServeOptions{})
 	defer s.stop()
 	time.Sleep(3 * time.Second) // pools fill
-	node := func() benchutil.Samples {
+	// node calls for d: back to back (pace 0: each waits for the isolate
+	// the last one left to be rebuilt, so the figure is CPU share) or one
+	// every pace (a caller that is not saturating the engine: the figure is
+	// how long the worker keeps a call waiting).
+	node := func(d, pace time.Duration) benchutil.Samples {
 		var out benchutil.Samples
-		for start := time.Now(); time.Since(start) < 4*time.Second; {
+		for start := time.Now(); time.Since(start) < d; {
+			if pace > 0 && len(out) > 0 {
+				time.Sleep(pace)
+			}
 			t0 := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "return [1,2,3].map(x => ({x})).length"}, nil)
@@ -100,26 +113,29 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 		}
 		return out
 	}
-	idle := node()
+	idle, idlePaced := node(3*time.Second, 0), node(3*time.Second, 25*time.Millisecond)
 	done := make(chan struct{}, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			// Runs past the 4 s window; the deadline ends it.
-			_, _, _ = e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": 6000,
+			// Runs past the two 3 s windows; the deadline ends it.
+			_, _, _ = e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": 7500,
 				"code": "s = 0\nfor i in range(10**9):\n    s += i * i\nresult = s"}, nil)
 		}()
 	}
 	time.Sleep(300 * time.Millisecond) // both guests are computing
-	busy := node()
+	busy, busyPaced := node(3*time.Second, 0), node(3*time.Second, 25*time.Millisecond)
 	<-done
 	<-done
 	idle.Report(b, "node-python-idle")
 	busy.Report(b, "node-python-computing")
+	idlePaced.Report(b, "paced-node-python-idle")
+	busyPaced.Report(b, "paced-node-python-computing")
 	benchutil.Ratio(b, "p50-x-slower-while-computing", idle, busy)
 	b.ReportMetric(float64(busy.P(0.99))/float64(time.Millisecond), "p99-ms-while-computing")
+	b.ReportMetric(float64(busyPaced.P(0.99))/float64(time.Millisecond), "paced-p99-ms-while-computing")
 }
 
 // BenchmarkTelemetryCost: node one-shots over the bus with telemetry on

@@ -265,3 +265,23 @@ func loadSeed(o ServeOptions, log *slog.Logger) *configsvc.Config {
 	}
 	return &c
 }
+
+// ExtraProcs is how many Ps the worker runs with beyond the Go runtime's
+// default (the CPUs it may use). A python guest's compiled wasm holds its P
+// while it computes — Go cannot preempt it; it yields only at its ticks —
+// so with every P running guests the worker's own goroutines (the bus,
+// node calls, timers) queued behind guest ticks. With spare Ps they run at
+// once on threads of their own, and the kernel's scheduler, which preempts
+// a CPU-bound thread for one that wakes, shares the CPUs between them and
+// the guests (docs/architecture.md §3, "Spare Ps").
+const ExtraProcs = 2
+
+// Procs returns the GOMAXPROCS a serving worker uses given the runtime's
+// current value: that plus ExtraProcs, or current unchanged when the
+// operator set GOMAXPROCS in the environment.
+func Procs(current int, envSet bool) int {
+	if envSet {
+		return current
+	}
+	return current + ExtraProcs
+}

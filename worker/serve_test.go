@@ -567,3 +567,22 @@ func TestLoweredIdleTTLReapsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestProcsLeavesRoomBesideComputingGuests: a served worker runs with
+// ExtraProcs more Ps than the runtime's default, so guests computing on
+// every CPU leave Ps for the bus (docs/architecture.md §3, "Spare Ps"); an
+// operator's GOMAXPROCS is kept as set.
+func TestProcsLeavesRoomBesideComputingGuests(t *testing.T) {
+	for _, tc := range []struct {
+		current int
+		envSet  bool
+		want    int
+	}{
+		{2, false, 4}, {1, false, 3}, {16, false, 18},
+		{2, true, 2}, {7, true, 7},
+	} {
+		if got := Procs(tc.current, tc.envSet); got != tc.want {
+			t.Errorf("Procs(%d, GOMAXPROCS set=%v) = %d, want %d", tc.current, tc.envSet, got, tc.want)
+		}
+	}
+}

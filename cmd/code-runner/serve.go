@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,8 @@ func workerName(env envFunc) string {
 // 0 after a clean stop (within the launchers' 10 s window), 1 when boot
 // fails or the engine rejects the worker.
 func serve(opts *options, env envFunc, log *slog.Logger) int {
+	_, procsSet := env("GOMAXPROCS")
+	runtime.GOMAXPROCS(worker.Procs(runtime.GOMAXPROCS(0), procsSet))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan error, 1)
