@@ -620,3 +620,31 @@ func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestRecycledHostGivesTheNextTenantAFreshIsolate: a one-shot's host is
+// recycled — a new isolate built in the same process, and only then the old
+// one disposed of (the read-only heap stays shared) — and the next tenant
+// on that process sees nothing the last one did: not its globals, not the
+// builtins it rewrote, not the prototypes it polluted.
+func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
+	mustRun(t, r, node("return 1")) // the pool's host exists
+	before := r.eng.HostPIDs()
+	if len(before) != 1 {
+		t.Fatalf("host processes %v, want the pool's one", before)
+	}
+	polluter := mustRun(t, r, node(`globalThis.leak = "tenant A"; Object.prototype.polluted = 1;
+		Array.prototype.map = () => "hijacked"; Math.random = () => 4; return typeof leak`))
+	if string(polluter.Result) != `"string"` {
+		t.Fatalf("the polluting run answered %s", polluter.Result)
+	}
+	for i := 0; i < 3; i++ {
+		res := mustRun(t, r, node(`return [typeof leak, ({}).polluted === undefined, [1, 2].map(x => x * 2), Math.random() < 1]`))
+		if string(res.Result) != `["undefined",true,[2,4],true]` {
+			t.Fatalf("tenant %d after the polluter saw %s", i+2, res.Result)
+		}
+	}
+	if after := r.eng.HostPIDs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("host processes went %v → %v: the runs were not served by the recycled host", before, after)
+	}
+}

@@ -300,9 +300,13 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		}, 0)
 	case "reset":
 		// Recycle this process for another runtime: a brand-new isolate,
-		// nothing of the previous runtime's state kept.
-		h.ctx.Close()
-		h.iso.Dispose()
+		// nothing of the previous runtime's state kept. The new one is
+		// built before the old one is disposed of: V8 shares the read-only
+		// heap between the isolates of a process only while one of them
+		// lives, and rebuilding it (deserializing it, attaching the
+		// sandbox's pointer tables to it, re-protecting its pages) was
+		// most of a recycle.
+		oldCtx, oldIso := h.ctx, h.iso
 		h.api, h.files, h.namespace = nil, nil, ""
 		h.tasks = map[int64]*hostTask{}
 		h.runTask, h.inflight, h.detached = 0, 0, 0
@@ -312,10 +316,15 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
-		if err := h.init(m.HeapMB, m.FilesOn); err != nil {
+		err := h.init(m.HeapMB, m.FilesOn)
+		oldCtx.Close()
+		oldIso.Dispose()
+		if err != nil {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
+		// The guest's memory baseline without the old isolate.
+		h.guestBaseKB = h.mem.guestKB()
 		h.send(&hostproto.Msg{T: "ready", RSSKB: selfRSSKB()})
 	case "exit":
 		return 0, true
