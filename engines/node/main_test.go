@@ -16,10 +16,10 @@ import (
 )
 
 // TestMain doubles as the isolate host: the engine under test starts this
-// test binary with CODE_RUNNER_ISOLATE_HOST=1, as the worker starts itself
-// with HostArg.
+// test binary with CODE_RUNNER_ISOLATE_HOST=1, or with HostArg as the worker
+// starts itself.
 func TestMain(m *testing.M) {
-	if os.Getenv("CODE_RUNNER_ISOLATE_HOST") == "1" {
+	if os.Getenv("CODE_RUNNER_ISOLATE_HOST") == "1" || (len(os.Args) > 1 && os.Args[1] == HostArg) {
 		os.Exit(isolatehost.Serve())
 	}
 	os.Exit(m.Run())

@@ -628,7 +628,20 @@ func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 // builtins it rewrote, not the prototypes it polluted.
 func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
-	mustRun(t, r, node("return 1")) // the pool's host exists
+	// Each run starts with the pool's one host parked again, so it is the
+	// one every run takes (a run that found it still being rebuilt would
+	// wait, and the pool would grow to follow that peak).
+	parked := func() {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for r.eng.Parked() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the pool's host never came back")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	parked()
 	before := r.eng.HostPIDs()
 	if len(before) != 1 {
 		t.Fatalf("host processes %v, want the pool's one", before)
@@ -639,6 +652,7 @@ func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
 		t.Fatalf("the polluting run answered %s", polluter.Result)
 	}
 	for i := 0; i < 3; i++ {
+		parked()
 		res := mustRun(t, r, node(`return [typeof leak, ({}).polluted === undefined, [1, 2].map(x => x * 2), Math.random() < 1]`))
 		if string(res.Result) != `["undefined",true,[2,4],true]` {
 			t.Fatalf("tenant %d after the polluter saw %s", i+2, res.Result)
@@ -646,5 +660,38 @@ func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
 	}
 	if after := r.eng.HostPIDs(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("host processes went %v → %v: the runs were not served by the recycled host", before, after)
+	}
+}
+
+// TestHostsGetNoneOfTheWorkersEnvironment: an isolate host started the way
+// the worker starts it (HostArg, no environment of its own given) holds
+// nothing of the worker's environment — no token, no credential — only the
+// one setting the supervisor gives every host.
+func TestHostsGetNoneOfTheWorkersEnvironment(t *testing.T) {
+	t.Setenv("CODE_RUNNER_TEST_SECRET", "hunter2")
+	cfg := configsvc.Defaults()
+	cfg.WarmPoolNode = 1
+	eng, err := New(Options{HostArgv: []string{os.Args[0], HostArg}, Registry: core.NewRegistry(nil),
+		Config: &configsvc.Snapshot{Config: cfg}, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(eng.HostPIDs()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never started a host")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, pid := range eng.HostPIDs() {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(got) != 1 || got[0] != "GOMAXPROCS=1" {
+			t.Fatalf("host %d environment %q, want only GOMAXPROCS=1", pid, got)
+		}
 	}
 }
