@@ -666,9 +666,13 @@ func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
 // TestHostsGetNoneOfTheWorkersEnvironment: an isolate host started the way
 // the worker starts it (HostArg, no environment of its own given) holds
 // nothing of the worker's environment — no token, no credential — only the
-// one setting the supervisor gives every host.
+// one setting the supervisor gives every host; and guests see V8's own
+// locale and time zone whatever the worker's LANG and TZ
+// (docs/behaviour.md#node-environment).
 func TestHostsGetNoneOfTheWorkersEnvironment(t *testing.T) {
 	t.Setenv("CODE_RUNNER_TEST_SECRET", "hunter2")
+	t.Setenv("LANG", "de_DE.UTF-8")
+	t.Setenv("TZ", "Europe/Berlin")
 	cfg := configsvc.Defaults()
 	cfg.WarmPoolNode = 1
 	eng, err := New(Options{HostArgv: []string{os.Args[0], HostArg}, Registry: core.NewRegistry(nil),
@@ -693,5 +697,17 @@ func TestHostsGetNoneOfTheWorkersEnvironment(t *testing.T) {
 		if len(got) != 1 || got[0] != "GOMAXPROCS=1" {
 			t.Fatalf("host %d environment %q, want only GOMAXPROCS=1", pid, got)
 		}
+	}
+	rt, err := eng.NewRuntime(context.Background(), core.RuntimeOptions{Config: &cfg, OneShot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Destroy()
+	out, err := rt.Run(context.Background(), core.Exec{Code: `return [(1234.5).toLocaleString(), Intl.DateTimeFormat().resolvedOptions().locale, new Date(0).getTimezoneOffset()]`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Result) != `["1,234.5","en-US",0]` {
+		t.Fatalf("guest locale and time zone %s, want [\"1,234.5\",\"en-US\",0] whatever the worker's LANG and TZ", out.Result)
 	}
 }
