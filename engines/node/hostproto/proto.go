@@ -51,8 +51,7 @@ type Msg struct {
 	Stderr string          `json:"stderr,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 
-	// ready / log
-	RSSKB int64  `json:"rss_kb,omitempty"`
+	// log
 	Level string `json:"level,omitempty"`
 	Text  string `json:"text,omitempty"`
 }

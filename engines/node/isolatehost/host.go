@@ -246,7 +246,8 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
-		h.send(&hostproto.Msg{T: "ready", RSSKB: selfRSSKB()})
+		h.guestBaseKB = h.mem.guestKB()
+		h.send(&hostproto.Msg{T: "ready"})
 	case "bind":
 		if err := h.bind(m.Namespace, m.Files); err != nil {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
@@ -323,9 +324,9 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
-		// The guest's memory baseline without the old isolate.
+		// The guest's memory baseline, taken without the old isolate.
 		h.guestBaseKB = h.mem.guestKB()
-		h.send(&hostproto.Msg{T: "ready", RSSKB: selfRSSKB()})
+		h.send(&hostproto.Msg{T: "ready"})
 	case "exit":
 		return 0, true
 	}
@@ -388,7 +389,6 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 		}
 	}
 	h.releaseValues()
-	h.guestBaseKB = h.mem.guestKB()
 	return nil
 }
 
@@ -809,9 +809,4 @@ func (h *host) define(m *hostproto.Msg) (int, bool) {
 		_, err = h.api.MethodCall("define", h.num(m.Task), h.str(m.FunctionID), v, h.str(string(orNull(m.Payload))))
 		return err
 	}, m.Task)
-}
-
-// selfRSSKB reads this process's resident set size.
-func selfRSSKB() int64 {
-	return rssKB(os.Getpid())
 }

@@ -6,14 +6,10 @@ import (
 	"syscall"
 
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
-	"github.com/code-runner-go/code-runner/internal/procfs"
 	"github.com/code-runner-go/code-runner/internal/spinread"
 )
 
 const syscallNoFollow = syscall.O_NOFOLLOW
-
-// rssKB reads the resident set size of pid from /proc.
-func rssKB(pid int) int64 { return procfs.RSSKB(pid) }
 
 // Serve runs the isolate host on this process's stdin and stdout and
 // returns its exit status; cmd/code-runner calls it in the hidden host
