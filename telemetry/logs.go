@@ -87,9 +87,17 @@ func (b *logBatcher) flush() {
 	_ = b.sink.SendJSON(logsPrefix, doc) // a record that cannot be encoded is dropped
 }
 
-func (b *logBatcher) close() {
+// ForceFlush sends what has been collected now.
+func (b *logBatcher) ForceFlush(context.Context) error {
+	b.flush()
+	return nil
+}
+
+// Shutdown stops the batcher after a last flush.
+func (b *logBatcher) Shutdown(context.Context) error {
 	close(b.stop)
 	<-b.done
+	return nil
 }
 
 // logHandler passes every record to the next handler and also queues it

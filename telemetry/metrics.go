@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -28,49 +29,32 @@ type Metrics struct {
 }
 
 func newMetrics(m metric.Meter) (*Metrics, error) {
-	var (
-		ms  Metrics
-		err error
-	)
-	mk := func(f func() error) {
-		if err == nil {
-			err = f()
-		}
+	var err error
+	counter := func(name, desc, unit string) metric.Int64Counter {
+		c, e := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		err = errors.Join(err, e)
+		return c
 	}
-	mk(func() (e error) {
-		ms.runs, e = m.Int64Counter("code_runner.runs", metric.WithDescription("code-runner::run calls by language, mode and outcome"), metric.WithUnit("{run}"))
-		return
-	})
-	mk(func() (e error) {
-		ms.runDuration, e = m.Float64Histogram("code_runner.run.duration", metric.WithDescription("code-runner::run call duration"), metric.WithUnit("ms"),
-			metric.WithExplicitBucketBoundaries(0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000))
-		return
-	})
-	mk(func() (e error) {
-		ms.invocations, e = m.Int64Counter("code_runner.invocations", metric.WithDescription("invocations served, worker functions and guest-registered ones, by outcome"), metric.WithUnit("{invocation}"))
-		return
-	})
-	mk(func() (e error) {
-		ms.kills, e = m.Int64Counter("code_runner.kills", metric.WithDescription("calls that ended in a kill, by reason (timeout, memory, budget, host_death)"), metric.WithUnit("{kill}"))
-		return
-	})
-	mk(func() (e error) {
-		ms.bridge, e = m.Int64Counter("code_runner.bridge.calls", metric.WithDescription("guest bus calls by outcome: refused by the deny-list, or the engine's answer"), metric.WithUnit("{call}"))
-		return
-	})
-	mk(func() (e error) {
-		ms.reloads, e = m.Int64Counter("code_runner.config.reloads", metric.WithDescription("configuration changes, accepted or rejected"), metric.WithUnit("{reload}"))
-		return
-	})
-	mk(func() (e error) {
-		ms.refill, e = m.Float64Histogram("code_runner.pool.refill.duration", metric.WithDescription("how long a warm-pool runtime took to boot, by language"), metric.WithUnit("ms"),
-			metric.WithExplicitBucketBoundaries(5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000))
-		return
-	})
+	histogram := func(name, desc string, bounds ...float64) metric.Float64Histogram {
+		h, e := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("ms"), metric.WithExplicitBucketBoundaries(bounds...))
+		err = errors.Join(err, e)
+		return h
+	}
+	ms := &Metrics{
+		runs: counter("code_runner.runs", "code-runner::run calls by language, mode and outcome", "{run}"),
+		runDuration: histogram("code_runner.run.duration", "code-runner::run call duration",
+			0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
+		invocations: counter("code_runner.invocations", "invocations served, worker functions and guest-registered ones, by outcome", "{invocation}"),
+		kills:       counter("code_runner.kills", "calls that ended in a kill, by reason (timeout, memory, budget, host_death)", "{kill}"),
+		bridge:      counter("code_runner.bridge.calls", "guest bus calls by outcome: refused in the worker (the deny-list or an engine's own checks), or the engine's answer", "{call}"),
+		reloads:     counter("code_runner.config.reloads", "configuration changes, accepted or rejected", "{reload}"),
+		refill: histogram("code_runner.pool.refill.duration", "how long a warm-pool runtime took to boot, by language",
+			5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000),
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &ms, nil
+	return ms, nil
 }
 
 // PoolBoot records how long one warm-pool boot of lang took.

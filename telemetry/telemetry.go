@@ -26,8 +26,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/metric"
 	otellog "go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -79,10 +79,19 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	mp      *sdkmetric.MeterProvider
 	metrics *Metrics
-	logs    *logBatcher           // slog records to the engine socket
-	lp      *sdklog.LoggerProvider // slog records to the OTLP/HTTP collector
-	logger  otellog.Logger
+	logs    *logBatcher    // slog records to the engine socket
+	logger  otellog.Logger // slog records to the OTLP/HTTP collector
 	sink    *Sink
+	// providers are flushed and shut down in this order (spans, metrics,
+	// then logs), before the sink closes.
+	providers []provider
+}
+
+// provider is what Telemetry flushes and shuts down: the SDK's tracer,
+// meter and logger providers and the engine socket's log batcher.
+type provider interface {
+	ForceFlush(context.Context) error
+	Shutdown(context.Context) error
 }
 
 // Start builds the tracer provider for opts. With nothing to export to, it
@@ -145,6 +154,7 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	t.tp = sdktrace.NewTracerProvider(append(procs, sdktrace.WithResource(res))...)
 	t.tracer = t.tp.Tracer("code-runner", trace.WithInstrumentationVersion(o.Version))
 	t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+	t.providers = []provider{t.tp, t.mp}
 	m, err := newMetrics(t.mp.Meter("code-runner", metric.WithInstrumentationVersion(o.Version)))
 	if err != nil {
 		_ = t.Shutdown(ctx)
@@ -153,10 +163,12 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	t.metrics = m
 	if t.sink != nil {
 		t.logs = newLogBatcher(t.sink, res.Attributes(), otlpScope{Name: "code-runner", Version: o.Version}, o.FlushInterval)
+		t.providers = append(t.providers, t.logs)
 	}
 	if logProc != nil {
-		t.lp = sdklog.NewLoggerProvider(sdklog.WithProcessor(logProc), sdklog.WithResource(res))
-		t.logger = t.lp.Logger("code-runner", otellog.WithInstrumentationVersion(o.Version))
+		lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(logProc), sdklog.WithResource(res))
+		t.logger = lp.Logger("code-runner", otellog.WithInstrumentationVersion(o.Version))
+		t.providers = append(t.providers, lp)
 	}
 	return t, nil
 }
@@ -194,18 +206,12 @@ func (t *Telemetry) ObserveRuntimes(live, parked func() map[string]int64) error 
 
 // Shutdown flushes what is queued (bounded by ctx) and stops exporting.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
-	if t == nil || t.tp == nil {
+	if t == nil {
 		return nil
 	}
-	err := t.tp.Shutdown(ctx)
-	if t.mp != nil {
-		err = errors.Join(err, t.mp.Shutdown(ctx))
-	}
-	if t.logs != nil {
-		t.logs.close()
-	}
-	if t.lp != nil {
-		err = errors.Join(err, t.lp.Shutdown(ctx))
+	var err error
+	for _, p := range t.providers {
+		err = errors.Join(err, p.Shutdown(ctx))
 	}
 	if t.sink != nil {
 		t.sink.Close()
@@ -213,20 +219,15 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// ForceFlush exports every finished span now (tests; a clean stop).
+// ForceFlush exports every finished span, metric and log record now
+// (tests; a clean stop).
 func (t *Telemetry) ForceFlush(ctx context.Context) error {
-	if t == nil || t.tp == nil {
+	if t == nil {
 		return nil
 	}
-	err := t.tp.ForceFlush(ctx)
-	if t.mp != nil {
-		err = errors.Join(err, t.mp.ForceFlush(ctx))
-	}
-	if t.logs != nil {
-		t.logs.flush()
-	}
-	if t.lp != nil {
-		err = errors.Join(err, t.lp.ForceFlush(ctx))
+	var err error
+	for _, p := range t.providers {
+		err = errors.Join(err, p.ForceFlush(ctx))
 	}
 	return err
 }
