@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tetratelabs/wazero"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -52,6 +53,9 @@ type interp struct {
 	open     openFiles  // files the guest has open under /work and /out
 	mem      memorySlot // the instance's linear memory, once allocated
 	memCap   uint64     // linear memory cap, bytes
+	// pingFrame is the health check sent after a reset: it carries the
+	// identity of each writable mount's directory (see pingFrameFor).
+	pingFrame []byte
 }
 
 // bootInterp instantiates the wrapper with workDir mounted at /work and
@@ -93,8 +97,13 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		// the write later, with EBADF).
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: e.stdlib}}, pywasm.StdlibDir)
 	}
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.out, &ip.open), "/out")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(newGuardedFS(ip.work, &ip.open), "/work")
+	outFS, workFS := newGuardedFS(ip.out, &ip.open), newGuardedFS(ip.work, &ip.open)
+	if ip.pingFrame, err = pingFrameFor(map[string]experimentalsys.FS{"/out": outFS, "/work": workFS}); err != nil {
+		_ = os.RemoveAll(outDir)
+		return nil, err
+	}
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(outFS, "/out")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(workFS, "/work")
 	ip.stdout = newStdoutScanner(sentinel, ip.events, ip.killed)
 	ip.stderr = &stderrWriter{}
 	cfg := wazero.NewModuleConfig().
@@ -315,12 +324,29 @@ func (q *stdinQueue) blocked() bool {
 // errMemoryGrew refuses to reset an interpreter whose turn grew its memory.
 var errMemoryGrew = errors.New("the turn grew the interpreter's memory")
 
-// pingFrame is the health check sent after a reset; headroomFrame grows
-// the heap by 16 MiB and frees it again before the snapshot.
-var (
-	pingFrame     = []byte(`{"kind":"ping"}`)
-	headroomFrame = []byte(`{"kind":"run","code":"bytearray(16 << 20)"}`)
-)
+// headroomFrame grows the heap by 16 MiB and frees it again before the
+// snapshot.
+var headroomFrame = []byte(`{"kind":"run","code":"bytearray(16 << 20)"}`)
+
+// pingFrameFor builds an interpreter's health check: the wrapper answers it
+// only when each writable mount's path still resolves to the directory it
+// was mounted with, compared by device and inode as the guest sees them. A
+// tenant can close a mount's preopened descriptor and open another
+// directory — the read-only /run, the shared standard library — into the
+// same number; after the reset the next tenant's /work would be that
+// directory. The host empties the directories itself (budget.empty); the
+// check proves the guest still reaches those ones.
+func pingFrameFor(mounts map[string]experimentalsys.FS) ([]byte, error) {
+	ids := map[string][2]uint64{}
+	for path, fsys := range mounts {
+		st, errno := fsys.Stat(".")
+		if errno != 0 {
+			return nil, fmt.Errorf("stat the directory behind %s: %w", path, errno)
+		}
+		ids[path] = [2]uint64{st.Dev, st.Ino}
+	}
+	return jsonx.Marshal(map[string]any{"kind": "ping", "mounts": ids})
+}
 
 // linear returns the interpreter's snapshot-capable memory, if it has one.
 func (ip *interp) linear() *linearMemory {
@@ -358,7 +384,7 @@ func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
 		return err
 	}
 	for i := 0; i < 4; i++ {
-		if err := ip.ping(ctx, pingFrame); err != nil {
+		if err := ip.ping(ctx, ip.pingFrame); err != nil {
 			return err
 		}
 	}
@@ -415,10 +441,13 @@ func (ip *interp) reset(ctx context.Context) error {
 		return err
 	}
 	ip.open.closeOpened()
-	ip.work.empty()
-	ip.out.empty()
+	for _, b := range []*budget{ip.work, ip.out} {
+		if err := b.empty(); err != nil {
+			return err
+		}
+	}
 	ip.resetMemoryDenied()
-	return ip.ping(ctx, pingFrame)
+	return ip.ping(ctx, ip.pingFrame)
 }
 
 // ping sends a turn of the wrapper's own (the health check, or the

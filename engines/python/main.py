@@ -198,9 +198,16 @@ def _turn(t):
     kind = t.get('kind', 'run')
     if kind == 'ping':
         # The host's health check after it restored this interpreter's
-        # memory: reaching here proves stdin and stdout still work; the
-        # mounts must be where they were, /work and /out empty.
-        if os.listdir('/work') or os.listdir('/out') or not os.path.isfile('/run/main.py'):
+        # memory: reaching here proves stdin and stdout still work; each
+        # writable mount must still be the directory the host mounted
+        # (device and inode: a tenant can close a mount's descriptor and
+        # open another directory into it), and /run must be there. The host
+        # emptied /work and /out itself.
+        for path, ident in t['mounts'].items():
+            st = os.stat(path)
+            if [st.st_dev, st.st_ino] != ident:
+                raise _RuntimeError('the interpreter is not as it was snapshotted')
+        if not os.path.isfile('/run/main.py'):
             raise _RuntimeError('the interpreter is not as it was snapshotted')
         return '{"ok":true,"result":null}'
     if 'namespace' in t:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 )
 
 // One-shots are pristine although their interpreters are recycled: a run
@@ -187,5 +188,61 @@ func TestAFailedSnapshotCheckDisposesTheInterpreter(t *testing.T) {
 			t.Fatalf("takeSnapshot failed (%v) and left its interpreter running", err)
 		}
 		r.eng.removeWorkDir(dir)
+	}
+}
+
+// A tenant that closes a writable mount's preopened directory and opens
+// another directory into the same descriptor — the read-only /run, the
+// shared standard library — would hand the next tenant that directory as
+// its /work or /out. The reset proves each mount is still the directory it
+// was (by identity, not by name) or disposes of the interpreter; either way
+// the next one-shot's /work and /out are empty, writable and its own.
+func TestAResetCatchesAMountSwappedForAnotherDirectory(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	swap := func(mount, other string) string {
+		return fmt.Sprintf(`import os
+ino = os.stat(%[1]q).st_ino
+def same(fd):
+    try:
+        return os.fstat(fd).st_ino == ino
+    except OSError:
+        return False
+fd = next(fd for fd in range(3, 16) if same(fd))
+os.close(fd)
+new = os.open(%[2]q, os.O_RDONLY)
+result = [fd, new, sorted(os.listdir(%[1]q))[:2]]`, mount, other)
+	}
+	check := `import os
+open('/work/w', 'w').write('x')
+open('/out/o', 'w').write('y')
+result = [sorted(os.listdir('/work')), sorted(os.listdir('/out'))]`
+	for _, tc := range []struct{ mount, other string }{
+		{"/work", "/run"}, {"/out", "/run"}, {"/work", pywasm.StdlibDir}, {"/out", "/work"}, {"/work", "/out"},
+	} {
+		for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the pool never held an interpreter")
+			}
+		}
+		res, err := r.run(t, map[string]any{"code": swap(tc.mount, tc.other)})
+		if err != nil {
+			t.Fatalf("%s over %s: %v", tc.other, tc.mount, err)
+		}
+		var got []any
+		if err := json.Unmarshal(res.Result, &got); err != nil || len(got) != 3 || got[0] != got[1] {
+			t.Fatalf("%s over %s: the swap did not land on the mount's descriptor: %s %s", tc.other, tc.mount, res.Result, res.Stderr)
+		}
+		r.eng.bg.Wait()
+		for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the pool never held an interpreter")
+			}
+		}
+		if res := r.mustRun(t, check); string(res.Result) != `[["w"],["o"]]` {
+			t.Fatalf("after %s was opened over %s, the next one-shot saw %s %s", tc.other, tc.mount, res.Result, res.Stderr)
+		}
 	}
 }

@@ -116,7 +116,9 @@ func (r *pyRuntime) afterKill(res turnResult) {
 		return
 	}
 	if r.isNamespaceRuntime() {
-		wipe(r.workDir)
+		if err := wipe(r.workDir); err != nil {
+			r.e.log.Warn("a namespace's /work could not be emptied after it went over its budget", "namespace", r.namespace, "err", err)
+		}
 		return
 	}
 	r.mu.Lock()
@@ -236,7 +238,10 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 		return turnResult{err: core.ErrTimeout()}
 	}
 	defer r.e.release()
-	ip.out.empty()
+	if err := ip.out.empty(); err != nil {
+		// What is left is this runtime's own from its last turn.
+		r.e.log.Warn("python /out could not be emptied before a turn", "err", err)
+	}
 	ip.resetMemoryDenied()
 	var stdout, stderr capture
 	ip.stdout.setCapture(&stdout)

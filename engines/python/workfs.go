@@ -1,6 +1,7 @@
 package python
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -124,17 +125,24 @@ func (b *budget) check() bool {
 }
 
 // empty removes everything in the directory — nothing to do when it is
-// known to be empty and nothing changed since — and forgets a crossing.
-func (b *budget) empty() {
+// known to be empty and nothing changed since — and forgets a crossing. An
+// error means something may be left: the directory is not known empty (the
+// next empty wipes again), and a reset must not hand it to another tenant.
+func (b *budget) empty() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.measured || b.gen != b.measuredGen || b.baseBytes != 0 || b.baseEntries != 0 {
-		wipe(b.dir)
-		b.baseBytes, b.baseEntries = 0, 0
-		b.measured, b.measuredGen = true, b.gen
-	}
 	b.addBytes, b.addEntries = 0, 0
 	b.over = false
+	if b.measured && b.gen == b.measuredGen && b.baseBytes == 0 && b.baseEntries == 0 {
+		return nil
+	}
+	if err := wipe(b.dir); err != nil {
+		b.measured = false
+		return err
+	}
+	b.baseBytes, b.baseEntries = 0, 0
+	b.measured, b.measuredGen = true, b.gen
+	return nil
 }
 
 // reset forgets a crossing (the interpreter that crossed it is gone) and
@@ -345,9 +353,15 @@ func usage(dir string) (bytes int64, entries int) {
 }
 
 // wipe empties dir, keeping the directory itself.
-func wipe(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+func wipe(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("empty %s: %w", dir, err)
 	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("empty %s: %w", dir, err)
+		}
+	}
+	return nil
 }
