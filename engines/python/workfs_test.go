@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -107,5 +108,38 @@ func TestEmptyWipesOnlyWhatCouldHoldSomething(t *testing.T) {
 	b.empty()
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("after a write through the mount, empty left %d entries", len(ents))
+	}
+}
+
+// TestEmptyReportsWhatItCouldNotRemove: a directory that cannot be emptied
+// (here: gone) is an error, and the budget does not take it for empty — the
+// next empty tries again instead of skipping the wipe.
+func TestEmptyReportsWhatItCouldNotRemove(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := newBudget(dir, "/work", 1000, 10)
+	if err := b.empty(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	b.touch()
+	if err := b.empty(); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("emptying a missing directory answered %v; want an error naming it", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "left"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.empty(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("after a failed wipe, the next empty skipped the directory: %d entries left", len(ents))
 	}
 }
