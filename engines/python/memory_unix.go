@@ -31,7 +31,13 @@ type linearMemory struct {
 	snapSize int
 	snapView []byte // the snapshot file mapped read-only (nil: restore re-maps)
 	pagemap  []byte // scratch for the page table entries restore reads
+	regions  []pageRegion
+	noScan   bool // the kernel refused PAGEMAP_SCAN once: read the page table entry by entry
 }
+
+// pageRegion is Linux's struct page_region, PAGEMAP_SCAN's answer: one run
+// of pages [start, end) with the same reported categories.
+type pageRegion struct{ start, end, categories uint64 }
 
 // Reallocate implements experimental.LinearMemory.
 func (m *linearMemory) Reallocate(size uint64) []byte {

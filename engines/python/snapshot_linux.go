@@ -95,15 +95,89 @@ func (m *linearMemory) rewriteWritten() error {
 	if m.snapView == nil {
 		return errors.New("no snapshot view")
 	}
-	pages := m.snapSize / pageSize
-	if len(m.pagemap) != pages*8 {
-		m.pagemap = make([]byte, pages*8)
-	}
 	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("pagemap: %w", err)
 	}
 	defer unix.Close(fd)
+	return m.eachWritten(fd, func(start, end int) {
+		copy(m.buf[start:end], m.snapView[start:end])
+	})
+}
+
+// eachWritten calls fn with the byte range of every run of written pages
+// in the snapshot range, in order, from the page table behind fd (an open
+// /proc/self/pagemap). It asks the kernel for the runs themselves
+// (PAGEMAP_SCAN, Linux 6.7) and, where that is refused, reads one entry
+// per page and finds them itself.
+func (m *linearMemory) eachWritten(fd int, fn func(start, end int)) error {
+	if !m.noScan {
+		err := m.scanWritten(fd, fn)
+		if !errors.Is(err, unix.ENOTTY) && !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+		m.noScan = true
+	}
+	return m.readWritten(fd, fn)
+}
+
+// PAGEMAP_SCAN (include/uapi/linux/fs.h): _IOWR('f', 16, struct
+// pm_scan_arg), and the page categories it filters and reports on.
+const (
+	pagemapScan   = 0xc0606610
+	pageIsFile    = 1 << 2
+	pageIsPresent = 1 << 3
+	pageIsSwapped = 1 << 4
+)
+
+// pmScanArg is struct pm_scan_arg.
+type pmScanArg struct {
+	size, flags, start, end, walkEnd, vec, vecLen, maxPages       uint64
+	categoryInverted, categoryMask, categoryAnyofMask, returnMask uint64
+}
+
+// scanWritten is eachWritten by PAGEMAP_SCAN: runs of pages that are not
+// file pages and are present or swapped. Nothing is reported back but "not
+// a file page", so adjacent written pages come back as one run.
+func (m *linearMemory) scanWritten(fd int, fn func(start, end int)) error {
+	if len(m.regions) == 0 {
+		m.regions = make([]pageRegion, 256)
+	}
+	base := uint64(uintptr(unsafe.Pointer(&m.buf[0])))
+	end := base + uint64(m.snapSize)
+	for start := base; start < end; {
+		arg := pmScanArg{
+			start: start, end: end,
+			vec: uint64(uintptr(unsafe.Pointer(&m.regions[0]))), vecLen: uint64(len(m.regions)),
+			categoryInverted: pageIsFile, categoryMask: pageIsFile,
+			categoryAnyofMask: pageIsPresent | pageIsSwapped, returnMask: pageIsFile,
+		}
+		arg.size = uint64(unsafe.Sizeof(arg))
+		n, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), pagemapScan, uintptr(unsafe.Pointer(&arg)))
+		if errno != 0 {
+			return fmt.Errorf("pagemap scan: %w", errno)
+		}
+		for _, r := range m.regions[:n] {
+			if r.start < start || r.end > end || r.start >= r.end {
+				return fmt.Errorf("pagemap scan: region %#x-%#x outside %#x-%#x", r.start, r.end, start, end)
+			}
+			fn(int(r.start-base), int(r.end-base))
+		}
+		if arg.walkEnd <= start {
+			return fmt.Errorf("pagemap scan: the walk made no progress at %#x", start)
+		}
+		start = arg.walkEnd
+	}
+	return nil
+}
+
+// readWritten is eachWritten from one page table entry per page (8 bytes
+// each, read in one go).
+func (m *linearMemory) readWritten(fd int, fn func(start, end int)) error {
+	pages := m.snapSize / pageSize
+	if len(m.pagemap) != pages*8 {
+		m.pagemap = make([]byte, pages*8)
+	}
 	off := int64(uintptr(unsafe.Pointer(&m.buf[0])) / uintptr(pageSize) * 8)
 	for done := 0; done < len(m.pagemap); {
 		n, err := unix.Pread(fd, m.pagemap[done:], off+int64(done))
@@ -123,7 +197,7 @@ func (m *linearMemory) rewriteWritten() error {
 		case written && start < 0:
 			start = i
 		case !written && start >= 0:
-			copy(m.buf[start*pageSize:i*pageSize], m.snapView[start*pageSize:i*pageSize])
+			fn(start*pageSize, i*pageSize)
 			start = -1
 		}
 	}

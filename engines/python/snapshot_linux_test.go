@@ -3,7 +3,9 @@ package python
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -46,13 +48,16 @@ func pageEntry(t *testing.T, m *linearMemory, i int) uint64 {
 // scattered writes — including pages written in an earlier round and not
 // since, which restore copies again — zeroes what was grown past it, and
 // (with the page table readable) leaves written pages mapped, so the next
-// tenant writes to them without a fault. The fallback (re-mapping, used
-// when the page table cannot be read) must give the same bytes.
+// tenant writes to them without a fault — whether the written pages are
+// found by the kernel's scan or by reading an entry per page. The fallback
+// (re-mapping, used when the page table cannot be read) must give the same
+// bytes.
 func TestRestoreBringsBackEverySnapshotByte(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		fallback bool
-	}{{"page-table", false}, {"re-map", true}} {
+		noScan   bool
+	}{{"page-table-scan", false, false}, {"page-table-read", false, true}, {"re-map", true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const pages = 512
 			m := newTestMemory(t, 4*pages*pageSize, pages*pageSize)
@@ -72,6 +77,7 @@ func TestRestoreBringsBackEverySnapshotByte(t *testing.T) {
 				_ = unix.Munmap(m.snapView)
 				m.snapView = nil
 			}
+			m.noScan = tc.noScan
 			for round := 0; round < 4; round++ {
 				for k := 0; k < 60; k++ {
 					p := rng.IntN(pages)
@@ -99,5 +105,69 @@ func TestRestoreBringsBackEverySnapshotByte(t *testing.T) {
 				t.Fatalf("a written page after restore: private and mapped = %v (entry %#x); want %v", resident, e, !tc.fallback)
 			}
 		})
+	}
+}
+
+// The kernel's scan (PAGEMAP_SCAN) and the entry-by-entry read find the
+// same runs of written pages — single pages, adjacent ones merged into one
+// run, the first and last page of the snapshot — also when the scan's
+// answer does not fit its buffer and the walk goes on where it stopped.
+func TestScanAndReadFindTheSameWrittenPages(t *testing.T) {
+	const pages = 300
+	m := newTestMemory(t, 2*pages*pageSize, pages*pageSize)
+	for i := 0; i < pages; i += 2 {
+		m.buf[i*pageSize] = byte(i)
+	}
+	if err := m.snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	written := []int{0, 1, 2, 7, pages - 1}
+	for k := 0; k < 40; k++ {
+		written = append(written, rng.IntN(pages))
+	}
+	for _, p := range written {
+		m.buf[p*pageSize+rng.IntN(pageSize)] ^= 0x5a
+	}
+	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skip("skipped because /proc/self/pagemap cannot be opened here: ", err)
+	}
+	defer unix.Close(fd)
+	type run struct{ start, end int }
+	collect := func(find func(int, func(int, int)) error) []run {
+		var out []run
+		if err := find(fd, func(s, e int) { out = append(out, run{s, e}) }); err != nil {
+			if errors.Is(err, unix.ENOTTY) {
+				t.Skip("skipped because this kernel has no PAGEMAP_SCAN (Linux < 6.7): ", err)
+			}
+			t.Fatal(err)
+		}
+		return out
+	}
+	read := collect(m.readWritten)
+	want := map[int]bool{}
+	for _, p := range written {
+		want[p] = true
+	}
+	got := map[int]bool{}
+	for _, r := range read {
+		for p := r.start / pageSize; p < r.end/pageSize; p++ {
+			got[p] = true
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the page table read found %d written pages, want %d", len(got), len(want))
+	}
+	for p := range want {
+		if !got[p] {
+			t.Fatalf("the page table read missed written page %d", p)
+		}
+	}
+	for _, size := range []int{256, 3, 1} {
+		m.regions = make([]pageRegion, size)
+		if scanned := collect(m.scanWritten); !slices.Equal(scanned, read) {
+			t.Fatalf("with room for %d runs, the scan found %v; the read %v", size, scanned, read)
+		}
 	}
 }
