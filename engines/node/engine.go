@@ -572,9 +572,18 @@ func (r *runtime) Destroy() []string {
 	// process — instead of paying for a new process.
 	p := r.host()
 	healthy := wasAlive && !p.dead()
+	// A loan is counted as on its way back from here, not from when the
+	// goroutine below starts: on a busy worker that can be milliseconds
+	// later, while the caller is already borrowing for its next call, and
+	// the pool took the two for two borrowers and grew for both.
+	returning := func() {}
+	if r.loan {
+		returning = r.e.pool.Returning()
+	}
 	r.e.cleanups.start()
 	go func() {
 		defer r.e.cleanups.done()
+		defer returning()
 		if r.scratchDir != "" {
 			_ = os.RemoveAll(r.scratchDir)
 		}

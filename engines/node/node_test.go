@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -709,5 +710,36 @@ func TestHostsGetNoneOfTheWorkersEnvironment(t *testing.T) {
 	}
 	if string(out.Result) != `["1,234.5","en-US",0]` {
 		t.Fatalf("guest locale and time zone %s, want [\"1,234.5\",\"en-US\",0] whatever the worker's LANG and TZ", out.Result)
+	}
+}
+
+// A one-shot's host counts as on its way back to the pool from the moment
+// the runtime is destroyed — not from when the background recycle gets to
+// run, which on a busy worker is later, while the caller borrows for its
+// next call: the pool sizes itself by its borrowers and grew for both.
+// GOMAXPROCS(1) keeps the background goroutine from running before the
+// check.
+func TestADestroyedOneShotIsNoLongerABorrower(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
+	for deadline := time.Now().Add(30 * time.Second); r.eng.Parked() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never held a host")
+		}
+	}
+	cfg := r.cfg
+	rt, err := r.eng.NewRuntime(context.Background(), core.RuntimeOptions{Config: &cfg, OneShot: true, Namespace: core.NewRunNamespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Run(context.Background(), core.Exec{Code: "return 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.eng.pool.Borrowers(); n != 1 {
+		t.Fatalf("a running one-shot: %d borrowers, want 1", n)
+	}
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	rt.Destroy()
+	if n := r.eng.pool.Borrowers(); n != 0 {
+		t.Fatalf("a destroyed one-shot still counts: %d borrowers, want 0", n)
 	}
 }

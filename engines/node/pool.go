@@ -57,13 +57,10 @@ func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool) *ho
 
 // give takes back a host whose runtime ended: a healthy one is reset to a
 // fresh isolate and parked when the pool has room; otherwise it is killed.
-// loan settles a take(…, loan=true).
+// loan settles a take(…, loan=true), which the caller has marked as
+// returning (warmpool.Pool.Returning) since the runtime ended.
 func (e *Engine) give(h *hostProc, healthy, loan bool) {
 	cfg := e.config()
-	if loan {
-		// Callers queued for a host wait for this one instead of spawning.
-		defer e.pool.Returning()()
-	}
 	reusable := healthy && e.pool.Room(loan) && h.recycle(cfg.HeapMB, cfg.ScratchMB > 0)
 	parked := false
 	switch {

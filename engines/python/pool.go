@@ -48,8 +48,8 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 // they were when it first parked — and goes back to the pool; anything else
 // (killed, dead, grown, failing its ping, no room) is disposed of, with the
 // one-shot's /work. ip is nil when the one-shot's interpreter was killed.
-func (e *Engine) recycle(ip *interp, workDir string) {
-	defer e.pool.Returning()() // one-shots queued for an interpreter wait for this one
+func (e *Engine) recycle(ip *interp, workDir string, returning func()) {
+	defer returning() // one-shots queued for an interpreter wait for this one (Destroy counted it)
 	var err error
 	if ip != nil && ip.workDir == workDir {
 		err = ip.reset(context.Background())

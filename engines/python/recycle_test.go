@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,38 @@ result = [sorted(os.listdir('/work')), sorted(os.listdir('/out'))]`
 		if res := r.mustRun(t, check); string(res.Result) != `[["w"],["o"]]` {
 			t.Fatalf("after %s was opened over %s, the next one-shot saw %s %s", tc.other, tc.mount, res.Result, res.Stderr)
 		}
+	}
+}
+
+// A one-shot's interpreter counts as on its way back to the pool from the
+// moment the runtime is destroyed — not from when the background recycle
+// gets to run, which on a busy worker is later, while the caller borrows
+// for its next call: the pool sizes itself by its borrowers, and with 8
+// callers it grew to 15 interpreters. GOMAXPROCS(1) keeps the background
+// goroutine from running before the check.
+func TestADestroyedOneShotIsNoLongerABorrower(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never held an interpreter")
+		}
+	}
+	rt, err := r.eng.NewRuntime(context.Background(), core.RuntimeOptions{Config: r.eng.config(), OneShot: true, Namespace: core.NewRunNamespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Run(context.Background(), core.Exec{Code: "result = 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.eng.pool.Borrowers(); n != 1 {
+		t.Fatalf("a running one-shot: %d borrowers, want 1", n)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	rt.Destroy()
+	if n := r.eng.pool.Borrowers(); n != 0 {
+		t.Fatalf("a destroyed one-shot still counts: %d borrowers, want 0", n)
 	}
 }

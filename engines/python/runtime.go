@@ -545,10 +545,18 @@ func (r *pyRuntime) Destroy() []string {
 		r.e.opts.Registry.ReleaseFunction(id, r.owner)
 	}
 	// The interpreter and /work go in the background: nothing can reach them
-	// any more, and the caller's response need not wait (Close does).
+	// any more, and the caller's response need not wait (Close does). A
+	// loan is counted as on its way back from here, not from when that
+	// work starts: on a busy worker the goroutine can start milliseconds
+	// later, while the caller is already borrowing for its next call, and
+	// the pool took the two for two borrowers and grew for both.
+	var returning func()
+	if r.loan {
+		returning = r.e.pool.Returning()
+	}
 	r.e.background(func() {
 		if r.loan {
-			r.e.recycle(ip, r.workDir)
+			r.e.recycle(ip, r.workDir, returning)
 			return
 		}
 		if r.e.recycleKept(ip, r.workDir) {

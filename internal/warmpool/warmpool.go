@@ -217,7 +217,7 @@ func (p *Pool[T]) Adopt() {
 // not on their way back, and waiters — in the peak, which restarts from the
 // current demand once Burst has passed.
 func (p *Pool[T]) demandLocked() {
-	d, now := p.loans-p.coming+len(p.waitq), time.Now()
+	d, now := p.borrowersLocked(), time.Now()
 	if d >= p.peak || now.Sub(p.peakAt) > p.cfg.Burst {
 		p.peak, p.peakAt = d, now
 	}
@@ -295,6 +295,16 @@ func (p *Pool[T]) Put(e T) bool {
 	p.parkLocked(e)
 	return true
 }
+
+// Borrowers returns the demand the pool sizes itself by: entries lent and
+// not on their way back (Returning), plus callers waiting for one.
+func (p *Pool[T]) Borrowers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.borrowersLocked()
+}
+
+func (p *Pool[T]) borrowersLocked() int { return p.loans - p.coming + len(p.waitq) }
 
 // Size returns how many entries are parked.
 func (p *Pool[T]) Size() int {
