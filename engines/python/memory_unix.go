@@ -33,6 +33,8 @@ type linearMemory struct {
 	pagemap  []byte // scratch for the page table entries restore reads
 	regions  []pageRegion
 	noScan   bool // the kernel refused PAGEMAP_SCAN once: read the page table entry by entry
+
+	populated uint64 // the size the memory last grew to (Reallocate's alone)
 }
 
 // pageRegion is Linux's struct page_region, PAGEMAP_SCAN's answer: one run
@@ -43,6 +45,19 @@ type pageRegion struct{ start, end, categories uint64 }
 func (m *linearMemory) Reallocate(size uint64) []byte {
 	if !m.admit(size) || size > uint64(len(m.buf)) {
 		return nil
+	}
+	switch {
+	case m.populated == 0:
+		// The module's initial memory (wazero's first call): much of it is
+		// stack and static space that is never written, left to fault in
+		// as used.
+		m.populated = size
+	case size > m.populated:
+		// The guest grows its memory to use it (CPython zeroes what it
+		// allocates): fault the new pages in now, in one call, instead of
+		// one fault each as the guest first writes them.
+		populate(m.buf[m.populated:size])
+		m.populated = size
 	}
 	return m.buf[:size]
 }

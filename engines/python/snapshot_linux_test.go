@@ -171,3 +171,31 @@ func TestScanAndReadFindTheSameWrittenPages(t *testing.T) {
 		}
 	}
 }
+
+// Growing the memory faults the new pages in at once (the guest is about to
+// write them: CPython zeroes what it allocates), not one fault per page as
+// the guest first touches each.
+func TestGrowthFaultsTheNewPagesIn(t *testing.T) {
+	probe, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Madvise(probe, unix.MADV_POPULATE_WRITE)
+	_ = unix.Munmap(probe)
+	if err != nil {
+		t.Skip("skipped because this kernel has no MADV_POPULATE_WRITE (Linux < 5.14): ", err)
+	}
+	const pages = 64
+	m := newTestMemory(t, 4*pages*pageSize, pages*pageSize)
+	if m.Reallocate(uint64(3*pages*pageSize)) == nil {
+		t.Fatal("could not grow the memory")
+	}
+	for _, p := range []int{pages, 2 * pages, 3*pages - 1} {
+		if e := pageEntry(t, m, p); e&pmPresent == 0 {
+			t.Fatalf("page %d of the grown range is not resident before it was touched (entry %#x)", p, e)
+		}
+	}
+	if e := pageEntry(t, m, 3*pages); e&pmPresent != 0 {
+		t.Fatalf("the page past the grown size is resident (entry %#x)", e)
+	}
+}
