@@ -29,12 +29,10 @@ type linearMemory struct {
 	freed    bool
 	snapFD   int // the snapshot's memory file (0: none)
 	snapSize int
-	snapView []byte // the snapshot file mapped read-only (nil: restore re-maps)
-	pagemap  []byte // scratch for the page table entries restore reads
-	regions  []pageRegion
-	noScan   bool // the kernel refused PAGEMAP_SCAN once: read the page table entry by entry
-
-	populated uint64 // the size the memory last grew to (Reallocate's alone)
+	snapView []byte       // the snapshot file mapped read-only (nil: restore re-maps)
+	pagemap  []byte       // scratch for the page table entries restore reads
+	regions  []pageRegion // scratch for PAGEMAP_SCAN's answer
+	noScan   bool         // the kernel refused PAGEMAP_SCAN once: read the page table entry by entry
 }
 
 // pageRegion is Linux's struct page_region, PAGEMAP_SCAN's answer: one run
@@ -43,21 +41,17 @@ type pageRegion struct{ start, end, categories uint64 }
 
 // Reallocate implements experimental.LinearMemory.
 func (m *linearMemory) Reallocate(size uint64) []byte {
+	prev := m.Size()
 	if !m.admit(size) || size > uint64(len(m.buf)) {
 		return nil
 	}
-	switch {
-	case m.populated == 0:
-		// The module's initial memory (wazero's first call): much of it is
-		// stack and static space that is never written, left to fault in
-		// as used.
-		m.populated = size
-	case size > m.populated:
-		// The guest grows its memory to use it (CPython zeroes what it
-		// allocates): fault the new pages in now, in one call, instead of
-		// one fault each as the guest first writes them.
-		populate(m.buf[m.populated:size])
-		m.populated = size
+	// The module's initial memory (wazero's first call, from 0) is left to
+	// fault in as used: much of it is stack and static space never written.
+	// Growth after that is the guest asking for memory to use (CPython
+	// zeroes what it allocates): fault the new pages in now, in one call,
+	// instead of one fault each as the guest first writes them.
+	if prev > 0 && size > prev {
+		populate(m.buf[prev:size])
 	}
 	return m.buf[:size]
 }
