@@ -174,7 +174,8 @@ func TestScanAndReadFindTheSameWrittenPages(t *testing.T) {
 
 // Growing the memory faults the new pages in at once (the guest is about to
 // write them: CPython zeroes what it allocates), not one fault per page as
-// the guest first touches each.
+// the guest first touches each — up to a bound, past which a growth is left
+// to fault in as written.
 func TestGrowthFaultsTheNewPagesIn(t *testing.T) {
 	probe, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
@@ -197,5 +198,18 @@ func TestGrowthFaultsTheNewPagesIn(t *testing.T) {
 	}
 	if e := pageEntry(t, m, 3*pages); e&pmPresent != 0 {
 		t.Fatalf("the page past the grown size is resident (entry %#x)", e)
+	}
+	// One growth faults in at most maxPopulate (a kill cannot interrupt the
+	// call); the rest is left to fault in as written.
+	big := newTestMemory(t, 3*maxPopulate, pageSize)
+	if big.Reallocate(2*maxPopulate) == nil {
+		t.Fatal("could not grow the memory")
+	}
+	last := maxPopulate/pageSize - 1 // the last page of the first maxPopulate bytes grown
+	if e := pageEntry(t, big, 1+last); e&pmPresent == 0 {
+		t.Fatalf("page %d, within the first maxPopulate bytes grown, is not resident (entry %#x)", 1+last, e)
+	}
+	if e := pageEntry(t, big, 1+last+1); e&pmPresent != 0 {
+		t.Fatalf("page %d, past the first maxPopulate bytes grown, is resident (entry %#x)", 1+last+1, e)
 	}
 }
