@@ -61,6 +61,9 @@ type AppOptions struct {
 	// OnPoolBoot, when set, learns how long each warm-pool boot took, by
 	// language (telemetry records the refill time).
 	OnPoolBoot func(lang string, d time.Duration)
+	// Busy, when set, is told about the python engine's CPU-heavy
+	// background work (python.Options.Busy).
+	Busy func(weight int) (done func())
 }
 
 // NewApp builds the App.
@@ -90,7 +93,7 @@ func NewApp(o AppOptions) (*App, error) {
 	}
 	a.Node = ne
 	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir,
-		OnPoolBoot: poolBoot("python")})
+		OnPoolBoot: poolBoot("python"), Busy: o.Busy})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}

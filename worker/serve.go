@@ -13,6 +13,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc/sources"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/internal/procs"
 	"github.com/code-runner-go/code-runner/telemetry"
 	"github.com/code-runner-go/code-runner/ui"
 )
@@ -41,6 +42,9 @@ type ServeOptions struct {
 	Telemetry      func(*telemetry.Telemetry)
 	TelemetryFlush time.Duration
 	TelemetryQueue int
+	// Procs, when set, sizes GOMAXPROCS to the work in flight: every
+	// invocation and the python engine's boots enter it (internal/procs).
+	Procs *procs.Governor
 }
 
 // NoEngineMessage is said once when the first attempt to reach the engine
@@ -64,7 +68,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		log = slog.Default()
 	}
 	fatal := make(chan error, 1)
-	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log,
+	var admit func() func()
+	var busy func(int) func()
+	if o.Procs != nil {
+		admit = func() func() { return o.Procs.Enter(1) }
+		busy = o.Procs.Enter
+	}
+	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log, Admit: admit,
 		OnRejected: func(code, detail string) {
 			select {
 			case fatal <- fmt.Errorf("the engine rejected this worker (%s): %s", code, detail):
@@ -141,7 +151,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: transport, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log,
-		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }})
+		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy})
 	if err != nil {
 		return err
 	}
@@ -267,7 +277,8 @@ func loadSeed(o ServeOptions, log *slog.Logger) *configsvc.Config {
 }
 
 // ExtraProcs is how many Ps the worker runs with beyond the Go runtime's
-// default (the CPUs it may use). A python guest's compiled wasm holds its P
+// default (the CPUs it may use) while two or more calls are in flight
+// (with at most one it runs on one P: internal/procs). A python guest's compiled wasm holds its P
 // while it computes — Go cannot preempt it; it yields only at its ticks —
 // so with every P running guests the worker's own goroutines (the bus,
 // node calls, timers) queued behind guest ticks. With spare Ps they run at
@@ -275,6 +286,10 @@ func loadSeed(o ServeOptions, log *slog.Logger) *configsvc.Config {
 // a CPU-bound thread for one that wakes, shares the CPUs between them and
 // the guests (docs/architecture.md §3, "Spare Ps").
 const ExtraProcs = 2
+
+// ProcsCalm is how long at most one call must have been in flight before
+// the worker goes back to one P.
+const ProcsCalm = 300 * time.Millisecond
 
 // Procs returns the GOMAXPROCS a serving worker uses given the runtime's
 // current value: that plus ExtraProcs, or current unchanged when the

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/code-runner-go/code-runner/guidance"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
+	"github.com/code-runner-go/code-runner/internal/procs"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
 	"github.com/code-runner-go/code-runner/ui"
 )
@@ -585,4 +587,93 @@ func TestProcsLeavesRoomBesideComputingGuests(t *testing.T) {
 			t.Errorf("Procs(%d, GOMAXPROCS set=%v) = %d, want %d", tc.current, tc.envSet, got, tc.want)
 		}
 	}
+}
+
+// TestServedWorkerSizesItsPsToTheCallsInFlight: with a governor on the
+// real runtime, a worker answering one caller at a time stays on one P;
+// overlapping calls raise it to the high value before they run, and it
+// comes back to one P after the calm period. A python guest computing on
+// the single P does not keep a second caller out: its arrival raises the
+// Ps and it is answered while the guest still computes.
+func TestServedWorkerSizesItsPsToTheCallsInFlight(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var mu sync.Mutex
+	var applied []int
+	set := func(n int) int {
+		mu.Lock()
+		applied = append(applied, n)
+		mu.Unlock()
+		return runtime.GOMAXPROCS(n)
+	}
+	gov := procs.New(1, 3, 50*time.Millisecond, set)
+	defer gov.Close()
+	e := newTestEngine(t)
+	s := startServe(t, e, ServeOptions{Procs: gov})
+	ctx := ctxT(t)
+	calm := func() {
+		t.Helper()
+		if err := e.WaitUntil(ctx, func() bool { return runtime.GOMAXPROCS(0) == 1 }); err != nil {
+			t.Fatalf("never back to one P (applied %v)", applied)
+		}
+	}
+	// Boot work (the python compile, the warm pools' boots beside it)
+	// raises it; wait until the pools are full and it is calm again.
+	if err := s.app.Python.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitUntil(ctx, func() bool { return s.app.Python.Parked() >= 2 && s.app.Node.Parked() >= 2 }); err != nil {
+		t.Fatal("the warm pools never filled")
+	}
+	calm()
+	mu.Lock()
+	before := len(applied)
+	mu.Unlock()
+	for i := 0; i < 30; i++ {
+		lang, code := "node", "return 1"
+		if i%2 == 1 {
+			lang, code = "python", "result = 1"
+		}
+		if out, eb := runNode(t, e, map[string]any{"lang": lang, "code": code}); eb != nil || out["result"] != float64(1) {
+			t.Fatalf("%s run: %v %+v", lang, out, eb)
+		}
+	}
+	mu.Lock()
+	sequential := append([]int(nil), applied[before:]...)
+	mu.Unlock()
+	if len(sequential) != 0 || runtime.GOMAXPROCS(0) != 1 {
+		t.Fatalf("one caller at a time changed GOMAXPROCS: applied %v, now %d", sequential, runtime.GOMAXPROCS(0))
+	}
+
+	// A guest computing on the one P, then a node call beside it.
+	computing := make(chan *iii.ErrorBody, 1)
+	go func() {
+		_, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": 20000,
+			"code": "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 3: pass\nresult = 1"}, nil)
+		if err != nil {
+			eb = &iii.ErrorBody{Message: err.Error()}
+		}
+		computing <- eb
+	}()
+	time.Sleep(300 * time.Millisecond) // the guest is computing
+	if out, eb := runNode(t, e, map[string]any{"code": "return 2"}); eb != nil || out["result"] != float64(2) {
+		t.Fatalf("node beside a computing guest: %v %+v", out, eb)
+	}
+	select {
+	case eb := <-computing:
+		t.Fatalf("the guest finished before the node call was answered (%+v): nothing was beside it", eb)
+	default:
+	}
+	if eb := <-computing; eb != nil {
+		t.Fatalf("computing guest: %+v", eb)
+	}
+	mu.Lock()
+	raised := false
+	for _, n := range applied[before:] {
+		raised = raised || n == 3
+	}
+	mu.Unlock()
+	if !raised {
+		t.Fatalf("two calls in flight never raised GOMAXPROCS (applied %v)", applied)
+	}
+	calm()
 }

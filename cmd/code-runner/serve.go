@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
+	"github.com/code-runner-go/code-runner/internal/procs"
 	"github.com/code-runner-go/code-runner/worker"
 )
 
@@ -26,8 +27,13 @@ func workerName(env envFunc) string {
 // 0 after a clean stop (within the launchers' 10 s window), 1 when boot
 // fails or the engine rejects the worker.
 func serve(opts *options, env envFunc, log *slog.Logger) int {
-	_, procsSet := env("GOMAXPROCS")
-	runtime.GOMAXPROCS(worker.Procs(runtime.GOMAXPROCS(0), procsSet))
+	// One P while at most one call is in flight, the CPUs plus spare Ps
+	// from the second on; a GOMAXPROCS the operator set is kept as set.
+	var gov *procs.Governor
+	if _, procsSet := env("GOMAXPROCS"); !procsSet {
+		gov = procs.New(1, worker.Procs(runtime.GOMAXPROCS(0), false), worker.ProcsCalm, runtime.GOMAXPROCS)
+		defer gov.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan error, 1)
@@ -35,7 +41,7 @@ func serve(opts *options, env envFunc, log *slog.Logger) int {
 		done <- worker.Serve(ctx, worker.ServeOptions{
 			URL: opts.URL, Namespace: opts.Namespace, WorkerName: workerName(env), Version: buildinfo.Version,
 			Description: description, ConfigSource: opts.ConfigSource, ConfigFile: opts.ConfigFile, SeedPath: opts.Config,
-			Env: env, Log: log,
+			Env: env, Log: log, Procs: gov,
 		})
 	}()
 	select {

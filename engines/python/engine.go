@@ -62,6 +62,12 @@ type Options struct {
 	// OnPoolBoot, when set, learns how long each pooled interpreter took
 	// to boot (snapshot included).
 	OnPoolBoot func(time.Duration)
+	// Busy, when set, is told about the engine's CPU-heavy background work
+	// for as long as it runs — the compile (weight 2: it uses every CPU by
+	// itself) and each warm-pool boot (weight 1) — so the worker sizes its
+	// Ps for it as for calls in flight (internal/procs). The function it
+	// returns ends it.
+	Busy func(weight int) (done func())
 }
 
 // Engine implements core.Engine for lang "python".
@@ -92,6 +98,15 @@ type Engine struct {
 type wasmRuntime struct {
 	rt  wazero.Runtime
 	mod wazero.CompiledModule
+}
+
+// busy marks the start of CPU-heavy background work (Options.Busy); call
+// the result when it ends.
+func (e *Engine) busy(weight int) (done func()) {
+	if e.opts.Busy == nil {
+		return func() {}
+	}
+	return e.opts.Busy(weight)
 }
 
 // New starts booting the engine in the background: the compile (or a cache
@@ -197,6 +212,7 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 		WithCloseOnContextDone(false).
 		WithDebugInfoEnabled(false). // kills in ~0.1 ms instead of seconds
 		WithCompilationCache(e.cache)
+	defer e.busy(2)() // the compile runs on every CPU
 	cctx := experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
 	rt := wazero.NewRuntimeWithConfig(cctx, cfg)
 	wasi_snapshot_preview1.MustInstantiate(cctx, rt)

@@ -12,6 +12,7 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 	return warmpool.New(warmpool.Config[*interp]{
 		OnBoot: e.opts.OnPoolBoot,
 		Boot: func(ctx context.Context) (*interp, error) {
+			defer e.busy(1)() // the boot and the snapshot's warm-up turns
 			dir, err := e.newWorkDir(e.config())
 			if err != nil {
 				return nil, err
