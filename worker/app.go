@@ -64,6 +64,8 @@ type AppOptions struct {
 	// Busy, when set, is told about the python engine's CPU-heavy
 	// background work (python.Options.Busy).
 	Busy func(weight int) (done func())
+	// PythonLongTurn overrides python.DefaultLongTurn (tests).
+	PythonLongTurn time.Duration
 }
 
 // NewApp builds the App.
@@ -93,7 +95,7 @@ func NewApp(o AppOptions) (*App, error) {
 	}
 	a.Node = ne
 	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir,
-		OnPoolBoot: poolBoot("python"), Busy: o.Busy})
+		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}

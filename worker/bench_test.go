@@ -12,6 +12,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
+	"github.com/code-runner-go/code-runner/internal/procs"
 )
 
 // BenchmarkRunOverBus: one-shot runs through the test engine (caller →
@@ -80,17 +81,26 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 // a stop-the-world waits for every running guest to reach a check, so the
 // node tail shows how long the worker stalls.
 //
-// The process runs with the Ps a served worker has (Procs: GOMAXPROCS=2 in
-// the environment measures the worker as it was without spare Ps).
+// A paced window beside one computing guest comes first: on its own a
+// guest leaves the worker one P until its turn has run for
+// python.DefaultLongTurn (internal/procs).
+//
+// The process runs with the Ps a served worker has: the governor `serve`
+// uses (GOMAXPROCS set in the environment fixes them, as it does for
+// `serve`: GOMAXPROCS=2 measures the worker as it was without spare Ps).
 func BenchmarkNodeWhilePythonComputes(b *testing.B) {
-	_, set := os.LookupEnv("GOMAXPROCS")
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(Procs(runtime.GOMAXPROCS(0), set)))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var gov *procs.Governor
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		gov = procs.New(1, Procs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
+		defer gov.Close()
+	}
 	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := startServe(b, e, ServeOptions{})
+	s := startServe(b, e, ServeOptions{Procs: gov})
 	defer s.stop()
 	time.Sleep(3 * time.Second) // pools fill
 	// node calls for d: back to back (pace 0: each waits for the isolate
@@ -117,15 +127,22 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	const paced = 10 * time.Second
 	idle, idlePaced := node(3*time.Second, 0), node(paced, 25*time.Millisecond)
 	done := make(chan struct{}, 2)
-	for i := 0; i < 2; i++ {
+	compute := func(timeoutMS int) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			// Runs past both windows; the deadline ends it.
-			_, _, _ = e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": 15000,
+			// Runs past the windows beside it; the deadline ends it.
+			_, _, _ = e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": timeoutMS,
 				"code": "s = 0\nfor i in range(10**9):\n    s += i * i\nresult = s"}, nil)
 		}()
+	}
+	compute(11000)
+	time.Sleep(300 * time.Millisecond) // the guest is computing
+	onePaced := node(paced, 25*time.Millisecond)
+	<-done
+	for i := 0; i < 2; i++ {
+		compute(15000)
 	}
 	time.Sleep(300 * time.Millisecond) // both guests are computing
 	busy, busyPaced := node(3*time.Second, 0), node(paced, 25*time.Millisecond)
@@ -134,11 +151,13 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	idle.Report(b, "node-python-idle")
 	busy.Report(b, "node-python-computing")
 	idlePaced.Report(b, "paced-node-python-idle")
+	onePaced.Report(b, "paced-node-one-python-computing")
 	busyPaced.Report(b, "paced-node-python-computing")
 	benchutil.Ratio(b, "p50-x-slower-while-computing", idle, busy)
 	b.ReportMetric(float64(busy.P(0.99))/float64(time.Millisecond), "p99-ms-while-computing")
 	b.ReportMetric(float64(busyPaced.P(0.99))/float64(time.Millisecond), "paced-p99-ms-while-computing")
 	b.ReportMetric(float64(len(busyPaced)), "paced-calls-while-computing")
+	b.ReportMetric(float64(onePaced.P(0.99))/float64(time.Millisecond), "paced-p99-ms-while-one-computes")
 }
 
 // BenchmarkTelemetryCost: node one-shots over the bus with telemetry on

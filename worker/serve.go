@@ -45,6 +45,8 @@ type ServeOptions struct {
 	// Procs, when set, sizes GOMAXPROCS to the work in flight: every
 	// invocation and the python engine's boots enter it (internal/procs).
 	Procs *procs.Governor
+	// PythonLongTurn overrides python.DefaultLongTurn (tests).
+	PythonLongTurn time.Duration
 }
 
 // NoEngineMessage is said once when the first attempt to reach the engine
@@ -151,7 +153,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: transport, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log,
-		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy})
+		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
 	if err != nil {
 		return err
 	}

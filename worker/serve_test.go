@@ -589,62 +589,109 @@ func TestProcsLeavesRoomBesideComputingGuests(t *testing.T) {
 	}
 }
 
-// TestServedWorkerSizesItsPsToTheCallsInFlight: with a governor on the
-// real runtime, a worker answering one caller at a time stays on one P;
-// overlapping calls raise it to the high value before they run, and it
-// comes back to one P after the calm period. A python guest computing on
-// the single P does not keep a second caller out: its arrival raises the
-// Ps and it is answered while the guest still computes.
-func TestServedWorkerSizesItsPsToTheCallsInFlight(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+// governed starts a served worker whose GOMAXPROCS a governor (1 to 3 Ps,
+// 50 ms of calm) sizes on the real runtime, once its pools are full and the
+// boot work is over; applied lists every value the governor set.
+func governed(t *testing.T, longTurn time.Duration) (e *iiitest.Engine, s *served, applied func() []int) {
+	t.Helper()
+	prev := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	var mu sync.Mutex
-	var applied []int
-	set := func(n int) int {
+	var sets []int
+	gov := procs.New(1, 3, 50*time.Millisecond, func(n int) int {
 		mu.Lock()
-		applied = append(applied, n)
+		sets = append(sets, n)
 		mu.Unlock()
 		return runtime.GOMAXPROCS(n)
-	}
-	gov := procs.New(1, 3, 50*time.Millisecond, set)
-	defer gov.Close()
-	e := newTestEngine(t)
-	s := startServe(t, e, ServeOptions{Procs: gov})
-	ctx := ctxT(t)
-	calm := func() {
-		t.Helper()
-		if err := e.WaitUntil(ctx, func() bool { return runtime.GOMAXPROCS(0) == 1 }); err != nil {
-			t.Fatalf("never back to one P (applied %v)", applied)
-		}
-	}
-	// Boot work (the python compile, the warm pools' boots beside it)
-	// raises it; wait until the pools are full and it is calm again.
-	if err := s.app.Python.WaitReady(ctx); err != nil {
+	})
+	t.Cleanup(gov.Close)
+	e = newTestEngine(t)
+	s = startServe(t, e, ServeOptions{Procs: gov, PythonLongTurn: longTurn})
+	if err := s.app.Python.WaitReady(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.WaitUntil(ctx, func() bool { return s.app.Python.Parked() >= 2 && s.app.Node.Parked() >= 2 }); err != nil {
+	settle(t, e, s)
+	return e, s, func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), sets...)
+	}
+}
+
+// settle waits until the warm pools are full and the worker is back on one
+// P: boot work (the python compile, the pools' boots beside a call) raises
+// it.
+func settle(t *testing.T, e *iiitest.Engine, s *served) {
+	t.Helper()
+	if err := e.WaitUntil(ctxT(t), func() bool { return s.app.Python.Parked() >= 2 && s.app.Node.Parked() >= 2 }); err != nil {
 		t.Fatal("the warm pools never filled")
 	}
-	calm()
-	mu.Lock()
-	before := len(applied)
-	mu.Unlock()
+	waitOneP(t, e)
+}
+
+func waitOneP(t *testing.T, e *iiitest.Engine) {
+	t.Helper()
+	if err := e.WaitUntil(ctxT(t), func() bool { return runtime.GOMAXPROCS(0) == 1 }); err != nil {
+		t.Fatalf("never back to one P (GOMAXPROCS %d)", runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestOneCallerAtATimeKeepsOneP: a served worker answering one caller at a
+// time — node and python one-shots, python kept turns — never changes
+// GOMAXPROCS from one P; overlapping callers raise it to the high value,
+// and it comes back to one P after the calm period. (Long python turns,
+// which raise it too, are left out: the long-turn time is an hour here.)
+func TestOneCallerAtATimeKeepsOneP(t *testing.T) {
+	e, s, applied := governed(t, time.Hour)
+	ctx := ctxT(t)
+	kept, eb := runNode(t, e, map[string]any{"lang": "python", "code": "n = 0", "keep": true})
+	if eb != nil {
+		t.Fatalf("%+v", eb)
+	}
+	settle(t, e, s) // the kept runtime took a pooled interpreter: a boot refills the pool
+	before := len(applied())
 	for i := 0; i < 30; i++ {
-		lang, code := "node", "return 1"
-		if i%2 == 1 {
-			lang, code = "python", "result = 1"
+		req := map[string]any{"lang": "node", "code": "return 1"}
+		switch i % 3 {
+		case 1:
+			req = map[string]any{"lang": "python", "code": "result = 1"}
+		case 2:
+			req = map[string]any{"runtime_id": kept["runtime_id"], "code": "n += 1\nresult = 1"}
 		}
-		if out, eb := runNode(t, e, map[string]any{"lang": lang, "code": code}); eb != nil || out["result"] != float64(1) {
-			t.Fatalf("%s run: %v %+v", lang, out, eb)
+		if out, eb := runNode(t, e, req); eb != nil || out["result"] != float64(1) {
+			t.Fatalf("%v: %v %+v", req, out, eb)
 		}
 	}
-	mu.Lock()
-	sequential := append([]int(nil), applied[before:]...)
-	mu.Unlock()
-	if len(sequential) != 0 || runtime.GOMAXPROCS(0) != 1 {
-		t.Fatalf("one caller at a time changed GOMAXPROCS: applied %v, now %d", sequential, runtime.GOMAXPROCS(0))
+	if got := applied()[before:]; len(got) != 0 || runtime.GOMAXPROCS(0) != 1 {
+		t.Fatalf("one caller at a time changed GOMAXPROCS: applied %v, now %d", got, runtime.GOMAXPROCS(0))
 	}
 
-	// A guest computing on the one P, then a node call beside it.
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 3; j++ {
+				if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "node", "code": "return 1"}, nil); err != nil || eb != nil {
+					t.Errorf("overlapping node run: %v %+v", err, eb)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := applied()[before:]; len(got) == 0 || got[0] != 3 {
+		t.Fatalf("8 overlapping callers: applied %v, want a raise to 3", got)
+	}
+	waitOneP(t, e)
+}
+
+// TestAComputingGuestRaisesThePs: a python guest computing alone counts as
+// work of its own once its turn has run for the long-turn time, so the
+// worker leaves one P, and a node call beside it is answered while the
+// guest still computes.
+func TestAComputingGuestRaisesThePs(t *testing.T) {
+	e, _, applied := governed(t, 0)
+	ctx := ctxT(t)
 	computing := make(chan *iii.ErrorBody, 1)
 	go func() {
 		_, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "timeout_ms": 20000,
@@ -654,7 +701,12 @@ func TestServedWorkerSizesItsPsToTheCallsInFlight(t *testing.T) {
 		}
 		computing <- eb
 	}()
-	time.Sleep(300 * time.Millisecond) // the guest is computing
+	if err := e.WaitUntil(ctx, func() bool { return runtime.GOMAXPROCS(0) == 3 || len(computing) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if len(computing) > 0 {
+		t.Fatalf("the computing guest ended (%+v) without its turn raising GOMAXPROCS (applied %v)", <-computing, applied())
+	}
 	if out, eb := runNode(t, e, map[string]any{"code": "return 2"}); eb != nil || out["result"] != float64(2) {
 		t.Fatalf("node beside a computing guest: %v %+v", out, eb)
 	}
@@ -666,14 +718,5 @@ func TestServedWorkerSizesItsPsToTheCallsInFlight(t *testing.T) {
 	if eb := <-computing; eb != nil {
 		t.Fatalf("computing guest: %+v", eb)
 	}
-	mu.Lock()
-	raised := false
-	for _, n := range applied[before:] {
-		raised = raised || n == 3
-	}
-	mu.Unlock()
-	if !raised {
-		t.Fatalf("two calls in flight never raised GOMAXPROCS (applied %v)", applied)
-	}
-	calm()
+	waitOneP(t, e)
 }

@@ -62,12 +62,14 @@ type Options struct {
 	// OnPoolBoot, when set, learns how long each pooled interpreter took
 	// to boot (snapshot included).
 	OnPoolBoot func(time.Duration)
-	// Busy, when set, is told about the engine's CPU-heavy background work
-	// for as long as it runs — the compile (weight 2: it uses every CPU by
-	// itself) and each warm-pool boot (weight 1) — so the worker sizes its
-	// Ps for it as for calls in flight (internal/procs). The function it
-	// returns ends it.
+	// Busy, when set, is told about the engine's CPU-heavy work for as long
+	// as it runs — the compile (weight 2: it uses every CPU by itself), each
+	// warm-pool boot and each turn past its first LongTurn (weight 1) — so
+	// the worker sizes its Ps for it as for calls in flight
+	// (internal/procs). The function it returns ends it.
 	Busy func(weight int) (done func())
+	// LongTurn overrides DefaultLongTurn (tests).
+	LongTurn time.Duration
 }
 
 // Engine implements core.Engine for lang "python".
@@ -107,6 +109,44 @@ func (e *Engine) busy(weight int) (done func()) {
 		return func() {}
 	}
 	return e.opts.Busy(weight)
+}
+
+// DefaultLongTurn is how long a turn computes before it counts as work of
+// its own beside the call it serves (Options.Busy, weight 1): a worker on
+// one P then raises its Ps, so a guest computing for seconds does not leave
+// the bus — and the next caller — to be served between its ticks.
+const DefaultLongTurn = 20 * time.Millisecond
+
+// watchLong marks the turn starting now as CPU-heavy work once it has run
+// for the long-turn time; call the result when the turn ends.
+func (e *Engine) watchLong() (stop func()) {
+	if e.opts.Busy == nil {
+		return func() {}
+	}
+	longTurn := e.opts.LongTurn
+	if longTurn <= 0 {
+		longTurn = DefaultLongTurn
+	}
+	var mu sync.Mutex
+	var leave func()
+	stopped := false
+	t := time.AfterFunc(longTurn, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			leave = e.opts.Busy(1)
+		}
+	})
+	return func() {
+		t.Stop()
+		mu.Lock()
+		stopped = true
+		l := leave
+		mu.Unlock()
+		if l != nil {
+			l()
+		}
+	}
 }
 
 // New starts booting the engine in the background: the compile (or a cache

@@ -238,6 +238,7 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 		return turnResult{err: core.ErrTimeout()}
 	}
 	defer r.e.release()
+	defer r.e.watchLong()()
 	if err := ip.out.empty(); err != nil {
 		// What is left is this runtime's own from its last turn.
 		r.e.log.Warn("python /out could not be emptied before a turn", "err", err)
