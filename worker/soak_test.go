@@ -17,6 +17,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/procfs"
+	"github.com/code-runner-go/code-runner/internal/procs"
 )
 
 // The soak's size: every count is split over its two halves. `make soak`
@@ -59,8 +60,13 @@ func (g soakGauges) list() []struct {
 // with one engine disconnect and reconnect between its two halves. Every
 // answer is checked; the gauges are taken at the start, the middle and the
 // end (each after the pools have settled) and must not grow by more than
-// 10 % from the middle to the end.
+// 10 % from the middle to the end. The worker's Ps are sized as `serve`
+// sizes them (internal/procs), so the soak goes through the governor's
+// raises and calms too.
 func TestSoak(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	gov := procs.New(1, Procs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
+	defer gov.Close()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
@@ -68,7 +74,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s := startServe(t, e, ServeOptions{})
+	s := startServe(t, e, ServeOptions{Procs: gov})
 	defer s.stop()
 	ctx := context.Background()
 	// Warm up: both engines ready and every code path taken once.
