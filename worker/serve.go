@@ -43,7 +43,8 @@ type ServeOptions struct {
 	TelemetryFlush time.Duration
 	TelemetryQueue int
 	// Procs, when set, sizes GOMAXPROCS to the work in flight: every
-	// invocation and the python engine's boots enter it (internal/procs).
+	// invocation enters it, and the python engine's CPU-heavy work — its
+	// compile, pool boots and turns past the long-turn time (internal/procs).
 	Procs *procs.Governor
 	// PythonLongTurn overrides python.DefaultLongTurn (tests).
 	PythonLongTurn time.Duration
@@ -280,10 +281,10 @@ func loadSeed(o ServeOptions, log *slog.Logger) *configsvc.Config {
 
 // ExtraProcs is how many Ps the worker runs with beyond the Go runtime's
 // default (the CPUs it may use) while two or more calls are in flight
-// (with at most one it runs on one P: internal/procs). A python guest's compiled wasm holds its P
-// while it computes — Go cannot preempt it; it yields only at its ticks —
-// so with every P running guests the worker's own goroutines (the bus,
-// node calls, timers) queued behind guest ticks. With spare Ps they run at
+// (with at most one it runs on one P: internal/procs). A python guest's
+// compiled wasm holds its P while it computes — Go cannot preempt it; it
+// yields only at its ticks — so with every P running guests the worker's
+// own goroutines (the bus, node calls, timers) queued behind guest ticks. With spare Ps they run at
 // once on threads of their own, and the kernel's scheduler, which preempts
 // a CPU-bound thread for one that wakes, shares the CPUs between them and
 // the guests (docs/architecture.md §3, "Spare Ps").
