@@ -3,7 +3,9 @@ package python
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +17,8 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/internal/procfs"
+
+	"github.com/tetratelabs/wazero/sys"
 )
 
 const (
@@ -358,5 +362,44 @@ func TestGuestsSpinningInsideCAreKilled(t *testing.T) {
 		if res := r.mustRun(t, "result = 1"); string(res.Result) != "1" {
 			t.Fatalf("after %q: %s %s", code, res.Result, res.Stderr)
 		}
+	}
+}
+
+// A kill ends the interpreter where it stands: none of the tenant's code
+// runs after it — not its atexit handlers, not its finalizers, which
+// CPython would run on its way out if the killed read handed the wrapper an
+// end of file. Each leaves a file in /work if it ever runs.
+func TestNoTenantCodeRunsAfterAKill(t *testing.T) {
+	r := newRig(t, nil)
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := r.eng.newWorkDir(r.eng.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.eng.removeWorkDir(dir)
+	ip, err := r.eng.bootInterp(context.Background(), defaultMemMB, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := "import atexit\n" +
+		"def _bye():\n    open('/work/atexit-ran', 'w').write('x')\n" +
+		"atexit.register(_bye)\n" +
+		"class _Last:\n    def __del__(self):\n        open('/work/finalizer-ran', 'w').write('x')\n" +
+		"keep_me = _Last()\n"
+	frame, _ := json.Marshal(map[string]any{"kind": "run", "code": code})
+	if err := ip.ping(context.Background(), frame); err != nil {
+		t.Fatalf("the turn that registers them: %v", err)
+	}
+	ip.dispose()
+	for _, name := range []string{"atexit-ran", "finalizer-ran"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s: tenant code ran after the kill", name)
+		}
+	}
+	var ee *sys.ExitError
+	if !errors.As(ip.exitErr, &ee) || ee.ExitCode() != sys.ExitCodeContextCanceled {
+		t.Errorf("the instance ended with %v, want the kill's exit", ip.exitErr)
 	}
 }

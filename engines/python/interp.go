@@ -268,7 +268,11 @@ func newStdinQueue() *stdinQueue {
 }
 
 // Read is the guest's read: it blocks until a frame is queued or stdin is
-// closed (EOF).
+// closed. Closed means killed: the read does not return end-of-file to the
+// guest — which would let the wrapper leave its loop and CPython finalize,
+// running the tenant's atexit handlers and finalizers after the kill, tens
+// of milliseconds of wasm per interpreter — but ends the instance where it
+// stands, as the tick does for a computing guest.
 func (q *stdinQueue) Read(p []byte) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -281,8 +285,8 @@ func (q *stdinQueue) Read(p []byte) (int, error) {
 		q.cond.Wait()
 	}
 	q.waiting = false
-	if len(q.buf) == 0 {
-		return 0, io.EOF
+	if q.closed {
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 	}
 	n := copy(p, q.buf)
 	q.buf = q.buf[n:]
