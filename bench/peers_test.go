@@ -58,7 +58,7 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", ".stamp")); err != nil {
 		b.Skip("skipped because bench/peers has no node_modules: `make bench` installs them from its lock file")
 	}
-	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)
 	}

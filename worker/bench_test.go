@@ -18,7 +18,7 @@ import (
 // BenchmarkRunOverBus: one-shot runs through the test engine (caller →
 // engine → worker → engine → caller) with warm pools, both languages.
 func BenchmarkRunOverBus(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func BenchmarkRunOverBus(b *testing.B) {
 // p99, and CPU per call — this process (the worker, the test engine and the
 // callers, which share it) plus every node isolate host alive at the end.
 func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 // production level (info) in the same run. Four interleaved rounds each, so
 // drift on a noisy machine hits both alike.
 func BenchmarkTelemetryCost(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)
 	}
