@@ -24,16 +24,6 @@ func TestOneShotsArePristineOnRecycledInterpreters(t *testing.T) {
 	if err := r.eng.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitParked := func() {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for r.eng.pool.Size() < 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("the pool never held an interpreter")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	dirty := `import builtins, json, sys, os, decimal
 builtins.leak = 'tenant A'
 json.dumps = lambda *a, **k: 'forged'
@@ -44,20 +34,20 @@ os.mkdir('/work/dir')
 result = 'dirty'`
 	check := `import builtins, json, sys, os
 result = [getattr(builtins, 'leak', None), json.dumps([1]), sys.modules.get('base64', 'absent') is None, 'LEAK' in os.environ, sorted(os.listdir('/work')), 'decimal' in sys.modules]`
-	waitParked()
+	waitPooled(t, r)
 	r.mustRun(t, "result = 1") // the pool's interpreter now carries one recycle
-	waitParked()
+	waitPooled(t, r)
 	booted := interpSeq.Load()
 	for i := 0; i < 10; i++ {
 		if res := r.mustRun(t, dirty); string(res.Result) != `"dirty"` {
 			t.Fatalf("%+v", res)
 		}
-		waitParked()
+		waitPooled(t, r)
 		res := r.mustRun(t, check)
 		if string(res.Result) != `[null,"[1]",false,false,[],false]` {
 			t.Fatalf("round %d: a one-shot saw the previous one's state: %s %s", i, res.Result, res.Stderr)
 		}
-		waitParked()
+		waitPooled(t, r)
 	}
 	// A descriptor the previous tenant left open is closed by the reset: the
 	// next tenant cannot read the deleted file through it.
@@ -70,7 +60,7 @@ result = fds`)
 	if len(fds) != 3 {
 		t.Fatalf("%+v", res)
 	}
-	waitParked()
+	waitPooled(t, r)
 	res = r.mustRun(t, fmt.Sprintf(`import os
 out = []
 for fd in %v:
@@ -82,7 +72,7 @@ result = out`, strings.Join(strings.Fields(fmt.Sprint(fds)), ", ")))
 	if strings.Contains(string(res.Result), "tenant A") || !strings.Contains(string(res.Result), "Error") {
 		t.Fatalf("the next tenant read the previous one's file: %s %s", res.Result, res.Stderr)
 	}
-	waitParked()
+	waitPooled(t, r)
 	if n := interpSeq.Load() - booted; n != 0 {
 		t.Fatalf("%d interpreters were booted for 20 one-shots; want every one recycled", n)
 	}
@@ -90,16 +80,16 @@ result = out`, strings.Join(strings.Fields(fmt.Sprint(fds)), ", ")))
 	// and the next one-shot is still correct.
 	for _, code := range []string{"a = bytearray(64 << 20)", "raise ValueError('x')", "import os\nos._exit(3)"} {
 		r.mustRun(t, code)
-		waitParked()
+		waitPooled(t, r)
 		if res := r.mustRun(t, check); string(res.Result) != `[null,"[1]",false,false,[],false]` {
 			t.Fatalf("after %q: %s", code, res.Result)
 		}
-		waitParked()
+		waitPooled(t, r)
 	}
 	if res, err := r.run(t, map[string]any{"code": "while True: pass", "timeout_ms": 300}); err == nil {
 		t.Fatalf("%+v", res)
 	}
-	waitParked()
+	waitPooled(t, r)
 	if res := r.mustRun(t, check); !strings.HasPrefix(string(res.Result), `[null,"[1]"`) {
 		t.Fatalf("after a timeout: %s", res.Result)
 	}
@@ -119,11 +109,7 @@ result = [getattr(builtins, 'leak', None), json.dumps([1]), 'LEAK' in os.environ
 	const clean = `[null,"[1]",false,[],null]`
 	recycled := 0
 	for i := 0; i < 5; i++ {
-		for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the pool never held an interpreter")
-			}
-		}
+		waitPooled(t, r)
 		k, err := r.run(t, map[string]any{"keep": true, "code": "counter = 0\nresult = 0"})
 		if err != nil || k.RuntimeID == "" {
 			t.Fatalf("%+v %v", k, err)
@@ -223,11 +209,7 @@ result = [sorted(os.listdir('/work')), sorted(os.listdir('/out'))]`
 	for _, tc := range []struct{ mount, other string }{
 		{"/work", "/run"}, {"/out", "/run"}, {"/work", pywasm.StdlibDir}, {"/out", "/work"}, {"/work", "/out"},
 	} {
-		for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the pool never held an interpreter")
-			}
-		}
+		waitPooled(t, r)
 		res, err := r.run(t, map[string]any{"code": swap(tc.mount, tc.other)})
 		if err != nil {
 			t.Fatalf("%s over %s: %v", tc.other, tc.mount, err)
@@ -237,11 +219,7 @@ result = [sorted(os.listdir('/work')), sorted(os.listdir('/out'))]`
 			t.Fatalf("%s over %s: the swap did not land on the mount's descriptor: %s %s", tc.other, tc.mount, res.Result, res.Stderr)
 		}
 		r.eng.bg.Wait()
-		for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the pool never held an interpreter")
-			}
-		}
+		waitPooled(t, r)
 		if res := r.mustRun(t, check); string(res.Result) != `[["w"],["o"]]` {
 			t.Fatalf("after %s was opened over %s, the next one-shot saw %s %s", tc.other, tc.mount, res.Result, res.Stderr)
 		}
@@ -259,11 +237,7 @@ func TestADestroyedOneShotIsNoLongerABorrower(t *testing.T) {
 	if err := r.eng.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the pool never held an interpreter")
-		}
-	}
+	waitPooled(t, r)
 	rt, err := r.eng.NewRuntime(context.Background(), core.RuntimeOptions{Config: r.eng.config(), OneShot: true, Namespace: core.NewRunNamespace()})
 	if err != nil {
 		t.Fatal(err)
@@ -278,5 +252,15 @@ func TestADestroyedOneShotIsNoLongerABorrower(t *testing.T) {
 	rt.Destroy()
 	if n := r.eng.pool.Borrowers(); n != 0 {
 		t.Fatalf("a destroyed one-shot still counts: %d borrowers, want 0", n)
+	}
+}
+
+// waitPooled waits (up to a minute) until the pool holds an interpreter.
+func waitPooled(t *testing.T, r *rig) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); r.eng.pool.Size() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never held an interpreter")
+		}
 	}
 }
