@@ -12,7 +12,6 @@ import (
 
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
-	"github.com/code-runner-go/code-runner/internal/procs"
 )
 
 // BenchmarkRunOverBus: one-shot runs through the test engine (caller →
@@ -90,11 +89,9 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 // `serve`: GOMAXPROCS=2 measures the worker as it was without spare Ps).
 func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	var gov *procs.Governor
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		gov = procs.New(1, Procs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
-		defer gov.Close()
-	}
+	_, set := os.LookupEnv("GOMAXPROCS")
+	gov := NewGovernor(set)
+	defer gov.Close()
 	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -293,6 +294,17 @@ const ExtraProcs = 2
 // ProcsCalm is how long at most one call must have been in flight before
 // the worker goes back to one P.
 const ProcsCalm = 300 * time.Millisecond
+
+// NewGovernor returns the governor a serving worker sizes its Ps with: one
+// P, Procs (the CPUs plus ExtraProcs) from the second piece of work on,
+// back after ProcsCalm. It applies the low value at once. When the operator
+// set GOMAXPROCS (envSet) it returns nil: the value is kept as set.
+func NewGovernor(envSet bool) *procs.Governor {
+	if envSet {
+		return nil
+	}
+	return procs.New(1, Procs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
+}
 
 // Procs returns the GOMAXPROCS a serving worker uses given the runtime's
 // current value: that plus ExtraProcs, or current unchanged when the

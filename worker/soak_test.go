@@ -17,7 +17,6 @@ import (
 
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/procfs"
-	"github.com/code-runner-go/code-runner/internal/procs"
 )
 
 // The soak's size: every count is split over its two halves. `make soak`
@@ -65,7 +64,7 @@ func (g soakGauges) list() []struct {
 // raises and calms too.
 func TestSoak(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	gov := procs.New(1, Procs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
+	gov := NewGovernor(false)
 	defer gov.Close()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)

@@ -5,13 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
-	"github.com/code-runner-go/code-runner/internal/procs"
 	"github.com/code-runner-go/code-runner/worker"
 )
 
@@ -29,11 +27,9 @@ func workerName(env envFunc) string {
 func serve(opts *options, env envFunc, log *slog.Logger) int {
 	// One P while at most one call is in flight, the CPUs plus spare Ps
 	// from the second on; a GOMAXPROCS the operator set is kept as set.
-	var gov *procs.Governor
-	if _, procsSet := env("GOMAXPROCS"); !procsSet {
-		gov = procs.New(1, worker.Procs(runtime.GOMAXPROCS(0), false), worker.ProcsCalm, runtime.GOMAXPROCS)
-		defer gov.Close()
-	}
+	_, procsSet := env("GOMAXPROCS")
+	gov := worker.NewGovernor(procsSet)
+	defer gov.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan error, 1)
