@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
+	"github.com/code-runner-go/code-runner/internal/sysmon"
 )
 
 func envOf(m map[string]string) envFunc {
@@ -270,6 +272,59 @@ func TestServeWithoutAnEngineSaysWhatItWaitsFor(t *testing.T) {
 	for _, hint := range []string{"--url", "III_URL", "code-runner run"} {
 		if !strings.Contains(out, hint) {
 			t.Errorf("the line does not mention %s", hint)
+		}
+	}
+}
+
+// serve re-executes itself in place so that the Go runtime reads
+// sysmon.Setting from GODEBUG at start, keeping the operator's own
+// GODEBUG entries; a GODEBUG that names schedtrace is left as it was.
+func TestServeRunsWithSysmonAwake(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "ws://" + ln.Addr().String()
+	_ = ln.Close() // nothing answers there: serve keeps retrying, which is all this needs
+	bin := buildBinary(t)
+	for _, tc := range []struct{ godebug, want string }{
+		{"madvdontneed=1", "madvdontneed=1," + sysmon.Setting},
+		{"schedtrace=0", "schedtrace=0"},
+	} {
+		cmd := exec.Command(bin, "serve", "--url", url, "--config-source", "file", "--config-file", filepath.Join(t.TempDir(), "none.yaml"))
+		cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir(), "GODEBUG="+tc.godebug)
+		var stderr syncbuf.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The first retry line comes from the process that serves, after
+		// any re-exec.
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(stderr.String(), "iii: connect failed") {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("no retry line in 60 s:\n%s", stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid))
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				got = append(got, v)
+			}
+		}
+		if len(got) == 0 || got[0] != tc.want {
+			t.Errorf("GODEBUG=%s: the serving process has GODEBUG %q, want %q first", tc.godebug, got, tc.want)
+		}
+		if strings.Contains(stderr.String(), "scheduler monitor") {
+			t.Errorf("GODEBUG=%s: serve reported a failed re-exec:\n%s", tc.godebug, stderr.String())
 		}
 	}
 }
