@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +28,45 @@ type Metrics struct {
 	bridge      metric.Int64Counter
 	reloads     metric.Int64Counter
 	refill      metric.Float64Histogram
+
+	// sets holds the attribute sets of Invocation's three measurements:
+	// building one (sort, de-duplicate, allocate) cost more than the
+	// measurement itself, on every call served. At most maxAttrSets are
+	// kept; past that a set is built each time, as before.
+	sets  sync.Map // attrKey → metric.MeasurementOption
+	nsets atomic.Int64
+}
+
+// maxAttrSets bounds Metrics.sets: outcomes are wire error codes, a short
+// list, but a bound keeps a surprise from growing it without end.
+const maxAttrSets = 512
+
+// attrKey names one cached attribute set: which measurement, and the
+// values of its attributes in the order the measurement lists them.
+type attrKey struct {
+	inst    uint8
+	a, b, c string
+}
+
+const (
+	instInvocations uint8 = iota
+	instRuns
+	instRunDuration
+)
+
+// attrs returns the option carrying k's attributes, built by build (from k
+// alone: a closure over nothing allocates nothing) the first time k is seen.
+func (m *Metrics) attrs(k attrKey, build func(attrKey) []attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := m.sets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(build(k)...))
+	if m.nsets.Load() < maxAttrSets {
+		if _, loaded := m.sets.LoadOrStore(k, o); !loaded {
+			m.nsets.Add(1)
+		}
+	}
+	return o
 }
 
 func newMetrics(m metric.Meter) (*Metrics, error) {
@@ -73,11 +114,16 @@ func (m *Metrics) Invocation(ctx context.Context, kind, functionID, lang, mode, 
 	if m == nil {
 		return
 	}
-	m.invocations.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind), attribute.String("outcome", outcome)))
+	m.invocations.Add(ctx, 1, m.attrs(attrKey{instInvocations, kind, outcome, ""}, func(k attrKey) []attribute.KeyValue {
+		return []attribute.KeyValue{attribute.String("kind", k.a), attribute.String("outcome", k.b)}
+	}))
 	if functionID == "code-runner::run" {
-		attrs := metric.WithAttributes(attribute.String("lang", lang), attribute.String("mode", mode), attribute.String("outcome", outcome))
-		m.runs.Add(ctx, 1, attrs)
-		m.runDuration.Record(ctx, float64(d.Microseconds())/1000, metric.WithAttributes(attribute.String("lang", lang), attribute.String("outcome", outcome)))
+		m.runs.Add(ctx, 1, m.attrs(attrKey{instRuns, lang, mode, outcome}, func(k attrKey) []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("lang", k.a), attribute.String("mode", k.b), attribute.String("outcome", k.c)}
+		}))
+		m.runDuration.Record(ctx, float64(d.Microseconds())/1000, m.attrs(attrKey{instRunDuration, lang, outcome, ""}, func(k attrKey) []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("lang", k.a), attribute.String("outcome", k.b)}
+		}))
 	}
 	if reason := killReason(outcome, message); reason != "" {
 		m.kills.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))

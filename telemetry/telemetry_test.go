@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -105,15 +106,23 @@ func TestExporterQueuesOneFramePerBatch(t *testing.T) {
 	}
 }
 
-// TestMetricsClassifyKillsAndReloads records a known sequence on the
-// worker's instruments and reads it back through the OTLP JSON encoding.
-func TestMetricsClassifyKillsAndReloads(t *testing.T) {
+// testMetrics is the worker's instruments on a meter provider whose
+// manual reader the test collects.
+func testMetrics(t *testing.T) (*Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	m, err := newMetrics(mp.Meter("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, reader
+}
+
+// TestMetricsClassifyKillsAndReloads records a known sequence on the
+// worker's instruments and reads it back through the OTLP JSON encoding.
+func TestMetricsClassifyKillsAndReloads(t *testing.T) {
+	m, reader := testMetrics(t)
 	ctx := context.Background()
 	m.Invocation(ctx, "worker", "code-runner::run", "python", "kept", "code-runner::resource_exhausted",
 		"code-runner::resource_exhausted: python interpreter ran out of memory", time.Millisecond)
@@ -175,6 +184,74 @@ func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 	}
 	if kills != 4 || len(got) != 15 {
 		t.Errorf("%d kill series of %d, want 4 of 15 (an invalid request is no kill): %v", kills, len(got), got)
+	}
+}
+
+// TestInvocationSeriesStayRightPastTheAttributeCache: Invocation keeps the
+// attribute sets it built, at most maxAttrSets of them; every series counts
+// what was recorded under exactly its own attributes, below the bound and
+// past it alike.
+func TestInvocationSeriesStayRightPastTheAttributeCache(t *testing.T) {
+	m, reader := testMetrics(t)
+	ctx := context.Background()
+	// Seven sets per outcome (one invocation, four runs, two durations):
+	// past the bound. Each language and mode is recorded a different
+	// number of times, so a set given to the wrong series shows.
+	const outcomes, rounds = 128, 2
+	langs, modes := []string{"node", "python"}, []string{"kept", "one-shot"}
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < outcomes; i++ {
+			for li, lang := range langs {
+				for mi, mode := range modes {
+					for n := 0; n < 1+li+2*mi; n++ {
+						m.Invocation(ctx, "worker", "code-runner::run", lang, mode, fmt.Sprintf("code-%d", i), "", time.Millisecond)
+					}
+				}
+			}
+		}
+	}
+	if n := m.nsets.Load(); n != maxAttrSets {
+		t.Fatalf("%d attribute sets kept, want the bound %d", n, maxAttrSets)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	durations := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					counts[mt.Name+" "+p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					durations[p.Attributes.Encoded(attribute.DefaultEncoder())] += p.Count
+				}
+			}
+		}
+	}
+	for i := 0; i < outcomes; i++ {
+		out := fmt.Sprintf("code-%d", i)
+		if k := "code_runner.invocations kind=worker,outcome=" + out; counts[k] != rounds*10 {
+			t.Fatalf("%s = %d, want %d", k, counts[k], rounds*10)
+		}
+		for li, lang := range langs {
+			for mi, mode := range modes {
+				k := "code_runner.runs lang=" + lang + ",mode=" + mode + ",outcome=" + out
+				if want := int64(rounds * (1 + li + 2*mi)); counts[k] != want {
+					t.Fatalf("%s = %d, want %d", k, counts[k], want)
+				}
+			}
+			if k, want := "lang="+lang+",outcome="+out, uint64(rounds*(4+2*li)); durations[k] != want {
+				t.Fatalf("run.duration %s has %d points, want %d", k, durations[k], want)
+			}
+		}
+	}
+	if len(counts) != 5*outcomes || len(durations) != 2*outcomes {
+		t.Fatalf("%d counter series and %d duration series, want %d and %d", len(counts), len(durations), 5*outcomes, 2*outcomes)
 	}
 }
 
@@ -302,5 +379,20 @@ func TestOTLPHTTPCollectorGetsSpansAndMetrics(t *testing.T) {
 	}
 	if len(r.Attributes) != 1 || r.Attributes[0].Key != "kind" || r.Attributes[0].Value.GetStringValue() != "kept" {
 		t.Errorf("record attributes %v, want kind=kept", r.Attributes)
+	}
+}
+
+// BenchmarkMetricsInvocation is what recording one served call's metrics
+// costs: a code-runner::run call, its three measurements.
+func BenchmarkMetricsInvocation(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	m, err := newMetrics(mp.Meter("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Invocation(ctx, "worker", "code-runner::run", "python", "kept", "ok", "", time.Millisecond)
 	}
 }
