@@ -92,6 +92,7 @@ type Engine struct {
 	workDirs map[string]bool  // every /work created and not yet removed
 	bg       sync.WaitGroup   // background disposals; Close waits for them
 	freeing  bool             // a return of freed memory to the system is scheduled
+	pagemap  pagemapFile      // /proc/self/pagemap for every reset; closed by Close
 	BootTime time.Duration    // compile (or cache load) of the default runtime
 }
 
@@ -371,6 +372,7 @@ func (e *Engine) Close() {
 	// Disposals started before the close finish now; no directory the
 	// engine created outlives it, whatever the guests wrote there.
 	e.bg.Wait()
+	e.pagemap.close()
 	e.mu.Lock()
 	dirs := e.workDirs
 	e.workDirs = map[string]bool{}

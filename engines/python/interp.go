@@ -427,7 +427,8 @@ func (ip *interp) waitParked(ctx context.Context) error {
 // back from the snapshot), /work and /out emptied, and a ping turn proving its stdin and
 // stdout still reach the host (guest code could have closed or renumbered
 // them). An interpreter that fails any step must be disposed of.
-func (ip *interp) reset(ctx context.Context) error {
+// pagemapFD is the engine's open /proc/self/pagemap (-1: restore opens one).
+func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	if ip.dead() || !ip.stdin.blocked() {
 		return errors.New("interpreter is not parked")
 	}
@@ -441,7 +442,7 @@ func (ip *interp) reset(ctx context.Context) error {
 		// reuse would cost memory for good.
 		return errMemoryGrew
 	}
-	if err := lm.restore(); err != nil {
+	if err := lm.restore(pagemapFD); err != nil {
 		return err
 	}
 	ip.open.closeOpened()

@@ -53,7 +53,7 @@ func (e *Engine) recycle(ip *interp, workDir string, returning func()) {
 	defer returning() // one-shots queued for an interpreter wait for this one (Destroy counted it)
 	var err error
 	if ip != nil && ip.workDir == workDir {
-		err = ip.reset(context.Background())
+		err = ip.reset(context.Background(), e.pagemap.get())
 	}
 	if err != nil {
 		e.log.Debug("python interpreter not recycled", "err", err)
@@ -81,7 +81,7 @@ func (e *Engine) recycleKept(ip *interp, workDir string) bool {
 	if ip == nil || ip.workDir != workDir || e.pool == nil || !e.pool.Room(false) {
 		return false
 	}
-	if err := ip.reset(context.Background()); err != nil {
+	if err := ip.reset(context.Background(), e.pagemap.get()); err != nil {
 		e.log.Debug("python interpreter not recycled", "err", err)
 		return false
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -263,4 +265,44 @@ func waitPooled(t *testing.T, r *rig) {
 			t.Fatal("the pool never held an interpreter")
 		}
 	}
+}
+
+// Every reset reads the page table through the engine's one open
+// /proc/self/pagemap, and Close closes it: however many one-shots were
+// recycled, at most one such descriptor is open while the engine lives and
+// none after.
+func TestResetsShareOnePagemapDescriptor(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := openPagemaps(t)
+	for i := 0; i < 5; i++ {
+		waitPooled(t, r)
+		r.mustRun(t, "result = bytearray(1 << 20)[0]")
+		r.eng.bg.Wait()
+	}
+	if got := openPagemaps(t); got != before+1 {
+		t.Fatalf("%d page-table descriptors open after five recycles (%d before), want one more", got, before)
+	}
+	r.eng.Close()
+	if got := openPagemaps(t); got != before {
+		t.Fatalf("%d page-table descriptors open after Close, want %d", got, before)
+	}
+}
+
+// openPagemaps counts this process's descriptors open on its page table.
+func openPagemaps(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasSuffix(target, "/pagemap") {
+			n++
+		}
+	}
+	return n
 }

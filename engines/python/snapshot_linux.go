@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -59,7 +60,10 @@ func (m *linearMemory) snapshot() error {
 // next turn writes is then copied on write again, and on these VMs each such
 // fault costs a TLB shootdown across CPUs — measured at half the worker's
 // CPU per python one-shot.
-func (m *linearMemory) restore() error {
+//
+// pagemapFD is an open /proc/self/pagemap (Engine.pagemap), or -1 to open
+// one for this call.
+func (m *linearMemory) restore(pagemapFD int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.freed {
@@ -68,7 +72,7 @@ func (m *linearMemory) restore() error {
 	if m.snapFD == 0 {
 		return errors.New("memory has no snapshot")
 	}
-	if err := m.rewriteWritten(); err != nil {
+	if err := m.rewriteWritten(pagemapFD); err != nil {
 		if err := m.mapSnapshot(m.snapFD, m.snapSize); err != nil {
 			return err
 		}
@@ -90,16 +94,19 @@ const (
 )
 
 // rewriteWritten copies the snapshot back over every page of the snapshot
-// range that is a private copy (written since it was mapped).
-func (m *linearMemory) rewriteWritten() error {
+// range that is a private copy (written since it was mapped), reading the
+// page table through fd (-1: open /proc/self/pagemap for this call).
+func (m *linearMemory) rewriteWritten(fd int) error {
 	if m.snapView == nil {
 		return errors.New("no snapshot view")
 	}
-	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("pagemap: %w", err)
+	if fd < 0 {
+		var err error
+		if fd, err = openPagemap(); err != nil {
+			return err
+		}
+		defer unix.Close(fd)
 	}
-	defer unix.Close(fd)
 	return m.eachWritten(fd, func(start, end int) {
 		copy(m.buf[start:end], m.snapView[start:end])
 	})
@@ -277,4 +284,54 @@ func (m *linearMemory) snapshotSize() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.snapSize
+}
+
+// openPagemap opens this process's page table for reading.
+func openPagemap() (int, error) {
+	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pagemap: %w", err)
+	}
+	return fd, nil
+}
+
+// pagemapFile is the engine's one open /proc/self/pagemap, opened at the
+// first reset: opening it for every reset was ~1.6 % of a python
+// one-shot's worker CPU under load. Reads of it are positioned (pread, or
+// the PAGEMAP_SCAN ioctl), so every reset can share it. Close closes it
+// once every interpreter is gone (a reset after that finds its interpreter
+// dead before it restores anything, and get answers -1).
+type pagemapFile struct {
+	mu             sync.Mutex
+	fd             int
+	opened, closed bool
+}
+
+// get returns the open descriptor, or -1 when it could not be opened or
+// was closed (a restore then opens its own, or falls back to re-mapping).
+func (p *pagemapFile) get() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return -1
+	}
+	if !p.opened {
+		p.opened = true
+		fd, err := openPagemap()
+		if err != nil {
+			fd = -1
+		}
+		p.fd = fd
+	}
+	return p.fd
+}
+
+// close closes the descriptor if it was opened.
+func (p *pagemapFile) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.opened && p.fd >= 0 {
+		_ = unix.Close(p.fd)
+	}
+	p.closed, p.fd = true, -1
 }

@@ -85,7 +85,7 @@ func TestRestoreBringsBackEverySnapshotByte(t *testing.T) {
 				}
 				grown := m.Reallocate(uint64(2 * pages * pageSize))
 				grown[pages*pageSize+round*pageSize+7] = 42
-				if err := m.restore(); err != nil {
+				if err := m.restore(-1); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(m.buf[:pages*pageSize], want) {
@@ -98,7 +98,7 @@ func TestRestoreBringsBackEverySnapshotByte(t *testing.T) {
 				}
 			}
 			m.buf[5*pageSize] ^= 1
-			_ = m.restore()
+			_ = m.restore(-1)
 			e := pageEntry(t, m, 5)
 			resident := e&pmPresent != 0 && e&pmFilePage == 0
 			if resident == tc.fallback {
