@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,9 +31,10 @@ type Metrics struct {
 	// sets holds the attribute sets of Invocation's three measurements:
 	// building one (sort, de-duplicate, allocate) cost more than the
 	// measurement itself, on every call served. At most maxAttrSets are
-	// kept; past that a set is built each time, as before.
-	sets  sync.Map // attrKey → metric.MeasurementOption
-	nsets atomic.Int64
+	// kept (the map's length is the count); past that a set is built each
+	// time, as before.
+	setsMu sync.RWMutex
+	sets   map[attrKey]metric.MeasurementOption
 }
 
 // maxAttrSets bounds Metrics.sets: outcomes are wire error codes, a short
@@ -57,15 +57,21 @@ const (
 // attrs returns the option carrying k's attributes, built by build (from k
 // alone: a closure over nothing allocates nothing) the first time k is seen.
 func (m *Metrics) attrs(k attrKey, build func(attrKey) []attribute.KeyValue) metric.MeasurementOption {
-	if o, ok := m.sets.Load(k); ok {
-		return o.(metric.MeasurementOption)
+	m.setsMu.RLock()
+	o, ok := m.sets[k]
+	m.setsMu.RUnlock()
+	if ok {
+		return o
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(build(k)...))
-	if m.nsets.Load() < maxAttrSets {
-		if _, loaded := m.sets.LoadOrStore(k, o); !loaded {
-			m.nsets.Add(1)
+	o = metric.WithAttributeSet(attribute.NewSet(build(k)...))
+	m.setsMu.Lock()
+	if len(m.sets) < maxAttrSets {
+		if m.sets == nil {
+			m.sets = map[attrKey]metric.MeasurementOption{}
 		}
+		m.sets[k] = o
 	}
+	m.setsMu.Unlock()
 	return o
 }
 

@@ -210,7 +210,10 @@ func TestInvocationSeriesStayRightPastTheAttributeCache(t *testing.T) {
 			}
 		}
 	}
-	if n := m.nsets.Load(); n != maxAttrSets {
+	m.setsMu.RLock()
+	n := len(m.sets)
+	m.setsMu.RUnlock()
+	if n != maxAttrSets {
 		t.Fatalf("%d attribute sets kept, want the bound %d", n, maxAttrSets)
 	}
 	var rm metricdata.ResourceMetrics

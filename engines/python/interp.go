@@ -158,8 +158,8 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 // kindOf returns an event's "kind". The wrapper writes every event as
 // {"kind":"<kind>",...} (json.dumps keeps the key first and, with its
 // separators, adds no space), so that prefix is read where it is: parsing
-// the whole event only for its kind cost ~10 ms for a turn_done carrying a
-// 1 MiB result (BenchmarkKindOf), which finishTurn parses once more
+// the whole event only for its kind cost ~5.5 ms for a turn_done carrying
+// a 1 MiB result (BenchmarkKindOf), which finishTurn parses once more
 // anyway. Anything else — a tenant's forgery, which answers at most its
 // own turn — is parsed in full.
 func kindOf(ev []byte) string {
