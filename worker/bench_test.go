@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,6 +36,49 @@ func BenchmarkRunOverBus(b *testing.B) {
 		}, func() { time.Sleep(1500 * time.Millisecond) })
 		s.Report(b, "bus-"+tc.name)
 	}
+}
+
+// BenchmarkLargeResultOverBus: a kept python runtime answering turns whose
+// result is a 900 KB string — which crosses the interpreter's stdout and the
+// engine's turn loop whole, and reaches the caller as the max_result_bytes
+// marker (default 32 KiB) — beside the same turns with a 1 KB result in the
+// same run, through the test engine: p50 of each, their ratio, and CPU per
+// large turn of this process (worker, test engine and caller).
+func BenchmarkLargeResultOverBus(b *testing.B) {
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	startServe(b, e, ServeOptions{})
+	ctx := context.Background()
+	raw, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "code": "result = 1", "keep": true}, nil)
+	if err != nil || eb != nil {
+		b.Fatalf("%v %+v", err, eb)
+	}
+	var kept struct {
+		RuntimeID string `json:"runtime_id"`
+	}
+	if err := json.Unmarshal(raw, &kept); err != nil || kept.RuntimeID == "" {
+		b.Fatalf("keep run answered %s (%v)", raw, err)
+	}
+	turns := func(size int) (benchutil.Samples, time.Duration) {
+		code := fmt.Sprintf("result = 'x' * %d", size)
+		c0 := benchutil.ProcessCPU(os.Getpid())
+		s := benchutil.Time(max(b.N, 40), func() {
+			out, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"code": code, "runtime_id": kept.RuntimeID}, nil)
+			if err != nil || eb != nil || !bytes.Contains(out, []byte(`"success":true`)) {
+				b.Fatalf("%v %+v %.200s", err, eb, out)
+			}
+		})
+		return s, (benchutil.ProcessCPU(os.Getpid()) - c0) / time.Duration(len(s))
+	}
+	small, _ := turns(1 << 10)
+	large, cpu := turns(900000)
+	small.Report(b, "result-1KB")
+	large.Report(b, "result-900KB")
+	benchutil.Ratio(b, "result-900KB-vs-1KB", large, small)
+	b.ReportMetric(float64(cpu.Microseconds())/1000, "result-900KB-cpu-ms/turn")
 }
 
 // BenchmarkConcurrentOneShotsOverBus: 8 callers issuing one-shot runs
