@@ -88,10 +88,20 @@ func DecodeFrame(b []byte) (*Frame, error) {
 	if f.Type == "" {
 		return nil, fmt.Errorf("%w: no type", ErrMalformed)
 	}
+	// A required field is usually shown sent by its decoded value; only a
+	// zero value (absent, empty or null) needs the frame's keys, which are
+	// then decoded once. (Decoding them for every frame was half of the
+	// cost of decoding an invocation.)
 	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(b, &raw)
 	need := func(fields ...string) error {
 		for _, k := range fields {
+			if f.shows(k) {
+				continue
+			}
+			if raw == nil {
+				raw = map[string]json.RawMessage{}
+				_ = json.Unmarshal(b, &raw)
+			}
 			if _, ok := raw[k]; !ok {
 				return fmt.Errorf("%w: %s without %s", ErrMalformed, f.Type, k)
 			}
@@ -146,6 +156,32 @@ func DecodeFrame(b []byte) (*Frame, error) {
 		}
 	}
 	return &f, nil
+}
+
+// shows reports whether f's decoded value for the required field k proves
+// the frame carried it; false means it may be absent, empty or null.
+func (f *Frame) shows(k string) bool {
+	switch k {
+	case "id":
+		return f.ID != ""
+	case "description":
+		return f.Description != nil
+	case "trigger_type":
+		return f.TriggerType != ""
+	case "function_id":
+		return f.FunctionID != ""
+	case "config":
+		return f.Config != nil
+	case "invocation_id":
+		return f.InvocationID != ""
+	case "data":
+		return f.Data != nil
+	case "worker_id":
+		return f.WorkerID != ""
+	case "previous_worker_id":
+		return f.PreviousWorkerID != ""
+	}
+	return false
 }
 
 func isUUID(s string) bool {
