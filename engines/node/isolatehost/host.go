@@ -105,6 +105,10 @@ type host struct {
 	iso       *v8.Isolate
 	ctx       *v8.Context
 	api       *v8.Object
+	heapLimit uint64
+	namespace string
+	files     *scratch
+
 	// preludeCache is V8's code cache of the prelude, made by this process
 	// once its first isolate had run the prelude and the warm-up, and
 	// given to every later isolate's compile (nil until then, and again
@@ -112,9 +116,6 @@ type host struct {
 	// isolate compiled the prelude from it.
 	preludeCache  []byte
 	preludeCached bool
-	heapLimit uint64
-	namespace string
-	files     *scratch
 
 	tasks    map[int64]*hostTask
 	runTask  int64

@@ -16,7 +16,7 @@ func newTestHost(t *testing.T) *host {
 	return h
 }
 
-// recycle builds the next isolate and disposes of the last, as "reset" does.
+// recycleForTest builds the next isolate and disposes of the last, as "reset" does.
 func (h *host) recycleForTest(t *testing.T) {
 	t.Helper()
 	oldCtx, oldIso := h.ctx, h.iso
