@@ -65,7 +65,10 @@ $(WASM_DST): deps/cpython/build.sh
 build: go-deps wasm
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/code-runner
 
+## vet: fails on any Go file gofmt would change, then go vet.
 vet: go-deps wasm
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path '*/node_modules/*'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change these files (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 ## test: vet, every Go test under the race detector, the UI tests (vitest and a
