@@ -16,14 +16,24 @@ import (
 	"github.com/code-runner-go/code-runner/internal/benchutil"
 )
 
+// discardingEngine is a test engine that keeps no frames (a benchmark's
+// or the soak's millions would make its own garbage collector stall the
+// callers being measured), closed when tb ends — after the workers
+// started on it stop.
+func discardingEngine(tb testing.TB) *iiitest.Engine {
+	tb.Helper()
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(e.Close)
+	return e
+}
+
 // BenchmarkRunOverBus: one-shot runs through the test engine (caller →
 // engine → worker → engine → caller) with warm pools, both languages.
 func BenchmarkRunOverBus(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := discardingEngine(b)
 	startServe(b, e, ServeOptions{})
 	time.Sleep(3 * time.Second) // pools fill
 	for _, tc := range []struct{ name, lang, code string }{{"node", "node", "return 2+2"}, {"python", "python", "result = 2+2"}} {
@@ -45,11 +55,7 @@ func BenchmarkRunOverBus(b *testing.B) {
 // same run, through the test engine: p50 of each, their ratio, and CPU per
 // large turn of this process (worker, test engine and caller).
 func BenchmarkLargeResultOverBus(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := discardingEngine(b)
 	startServe(b, e, ServeOptions{})
 	ctx := context.Background()
 	raw, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "code": "result = 1", "keep": true}, nil)
@@ -86,11 +92,7 @@ func BenchmarkLargeResultOverBus(b *testing.B) {
 // p99, and CPU per call — this process (the worker, the test engine and the
 // callers, which share it) plus every node isolate host alive at the end.
 func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := discardingEngine(b)
 	s := startServe(b, e, ServeOptions{})
 	time.Sleep(3 * time.Second) // pools fill
 	cpu := func() time.Duration {
@@ -137,11 +139,7 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	_, set := os.LookupEnv("GOMAXPROCS")
 	gov := NewGovernor(set)
 	defer gov.Close()
-	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := discardingEngine(b)
 	s := startServe(b, e, ServeOptions{Procs: gov})
 	defer s.stop()
 	time.Sleep(3 * time.Second) // pools fill
@@ -208,11 +206,7 @@ func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 // production level (info) in the same run. Four interleaved rounds each, so
 // drift on a noisy machine hits both alike.
 func BenchmarkTelemetryCost(b *testing.B) {
-	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := discardingEngine(b)
 	var on, off benchutil.Samples
 	for round := 0; round < 4; round++ {
 		for _, enabled := range []bool{round%2 == 0, round%2 != 0} {

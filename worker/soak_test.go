@@ -68,11 +68,7 @@ func TestSoak(t *testing.T) {
 	defer gov.Close()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := discardingEngine(t)
 	s := startServe(t, e, ServeOptions{Procs: gov})
 	defer s.stop()
 	ctx := context.Background()
