@@ -102,7 +102,7 @@ e2e: build e2e/node_modules/.stamp
 ## /usr/bin/python3 -c, a raw WebSocket).
 bench: go-deps wasm bench/peers/node_modules/.stamp
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
-	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./worker/ ./iii/ ./internal/spinread/
+	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./worker/ ./iii/ ./internal/spinread/ ./engines/node/isolatehost/ ./telemetry/
 
 ## soak: the bounded soak (about 5 minutes here; build tag soak, not part of
 ## `make test`): 10,000 node and 10,000 python one-shots, 1,000 kept-runtime

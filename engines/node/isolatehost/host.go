@@ -113,9 +113,11 @@ type host struct {
 	// once its first isolate had run the prelude and the warm-up, and
 	// given to every later isolate's compile (nil until then, and again
 	// after V8 rejected it). preludeCached says whether the current
-	// isolate compiled the prelude from it.
-	preludeCache  []byte
-	preludeCached bool
+	// isolate compiled the prelude from it. noPreludeCache turns the cache
+	// off (BenchmarkRecycle's baseline).
+	preludeCache   []byte
+	preludeCached  bool
+	noPreludeCache bool
 
 	tasks    map[int64]*hostTask
 	runTask  int64
@@ -401,7 +403,7 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 		}
 	}
 	h.releaseValues()
-	if h.preludeCache == nil {
+	if h.preludeCache == nil && !h.noPreludeCache {
 		// Made after the warm-up, so the functions every run calls are
 		// in it compiled, not only the prelude's top level.
 		if cd := script.CreateCodeCache(); len(cd.Bytes) > 0 {

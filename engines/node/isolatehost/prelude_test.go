@@ -1,10 +1,15 @@
 package isolatehost
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/internal/benchutil"
+)
 
 // newTestHost is a host with no pipes, enough to build and recycle
 // isolates in this process.
-func newTestHost(t *testing.T) *host {
+func newTestHost(t testing.TB) *host {
 	t.Helper()
 	h := &host{tasks: map[int64]*hostTask{}, calls: map[int64]bool{}, mem: newSelfMemory()}
 	t.Cleanup(func() {
@@ -17,7 +22,7 @@ func newTestHost(t *testing.T) *host {
 }
 
 // recycleForTest builds the next isolate and disposes of the last, as "reset" does.
-func (h *host) recycleForTest(t *testing.T) {
+func (h *host) recycleForTest(t testing.TB) {
 	t.Helper()
 	oldCtx, oldIso := h.ctx, h.iso
 	if err := h.init(64, false); err != nil {
@@ -89,4 +94,27 @@ func TestARejectedPreludeCacheIsRebuilt(t *testing.T) {
 		t.Fatal("the rebuilt cache was not used")
 	}
 	preludeWorks(t, h, "again::")
+}
+
+// BenchmarkRecycle: one host rebuilding its isolate as "reset" does (a new
+// isolate, context and prelude, then the old one disposed of), with the
+// prelude from the code cache and, as the baseline in the same run, from
+// source every time with no cache made (what a recycle did before); alternating blocks of 20 so a drift of the machine
+// falls on both.
+func BenchmarkRecycle(b *testing.B) {
+	cached, fresh := newTestHost(b), newTestHost(b)
+	fresh.noPreludeCache = true
+	for _, h := range []*host{cached, fresh} {
+		if err := h.init(64, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var withCache, fromSource benchutil.Samples
+	for i := 0; i < max(b.N, 200); i += 20 {
+		withCache = append(withCache, benchutil.Time(20, func() { cached.recycleForTest(b) })...)
+		fromSource = append(fromSource, benchutil.Time(20, func() { fresh.recycleForTest(b) })...)
+	}
+	withCache.Report(b, "recycle-prelude-cached")
+	fromSource.Report(b, "recycle-prelude-from-source")
+	b.ReportMetric(float64(fromSource.P(0.5)-withCache.P(0.5))/float64(time.Millisecond), "saved-ms/recycle")
 }
