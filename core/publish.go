@@ -14,9 +14,12 @@ import (
 // Ids that belong to others are never published by code-runner: on an
 // engine where a duplicate id is last-writer-wins, publishing one would take
 // another worker's function over for every caller of the engine. The rules
-// apply to register_function (bus callers and guests alike), to guest
-// iii.registerFunction and registerTriggerType ids, and to the targets of
-// guest registerTrigger bindings.
+// apply to register_function (bus callers and guests alike) and to guest
+// iii.registerFunction and registerTriggerType ids. The target of a guest
+// registerTrigger binding is not published (the engine invokes it when the
+// trigger fires, with no more authority than the guest's own iii.trigger),
+// so it keeps only CheckOwnID's rules: a target another worker serves is
+// bound (contract §22a.6, amended 2026-12-02).
 
 // reservedPrefixes belong to the engine and the configuration worker.
 var reservedPrefixes = []struct{ prefix, owner string }{

@@ -9,10 +9,14 @@ import (
 	"github.com/code-runner-go/code-runner/iii"
 )
 
-type nopProvider struct{}
+// bindingProvider hands every binding the engine delivers to a channel.
+type bindingProvider chan iii.Binding
 
-func (nopProvider) RegisterTrigger(ctx context.Context, b iii.Binding) error   { return nil }
-func (nopProvider) UnregisterTrigger(ctx context.Context, b iii.Binding) error { return nil }
+func (p bindingProvider) RegisterTrigger(ctx context.Context, b iii.Binding) error {
+	p <- b
+	return nil
+}
+func (bindingProvider) UnregisterTrigger(ctx context.Context, b iii.Binding) error { return nil }
 
 // Nobody publishes under an operator's id or over another worker's: ids
 // under engine:: and configuration::, deny-listed ids, and ids another
@@ -28,7 +32,8 @@ func TestNobodyPublishesUnderAnotherOwnersID(t *testing.T) {
 	t.Cleanup(func() { _ = other.Close() })
 	other.RegisterFunction(iii.FunctionDef{ID: "other::fn"}, func(ctx context.Context, req iii.Request) (any, error) { return "the real one", nil })
 	other.RegisterFunction(iii.FunctionDef{ID: "hij::taken"}, func(ctx context.Context, req iii.Request) (any, error) { return "the real one", nil })
-	other.RegisterTriggerType(iii.TriggerTypeDef{ID: "hij::tt", Description: "theirs"}, nopProvider{})
+	bindings := make(bindingProvider, 4)
+	other.RegisterTriggerType(iii.TriggerTypeDef{ID: "hij::tt", Description: "theirs"}, bindings)
 	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("other::fn") && e.HasFunction("hij::taken") }); err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +81,36 @@ func TestNobodyPublishesUnderAnotherOwnersID(t *testing.T) {
 		t.Fatalf("%s %+v", res, eb)
 	}
 	targets := `const out = [];
-		for (const target of ['other::fn', 'configuration::set', 'hij::a']) {
-			try { await iii.registerTrigger({ type: 'cron', function_id: target, config: {} }); out.push('bound') } catch (e) { out.push(e.message) }
+		for (const target of ['other::fn', 'configuration::set', 'state::claim-namespace', 'hij::a']) {
+			try { await iii.registerTrigger({ type: 'hij::tt', function_id: target, config: {} }); out.push('bound') } catch (e) { out.push(e.message) }
 		}
 		return out`
 	out, eb = runNode(t, e, map[string]any{"code": targets})
 	got, _ := json.Marshal(out["result"])
-	if eb != nil || !strings.Contains(string(got), `trigger target \"other::fn\" is already served by another worker`) ||
-		!strings.Contains(string(got), `trigger target \"configuration::set\" is under`) || !strings.HasSuffix(string(got), `"bound"]`) {
+	var results []string
+	_ = json.Unmarshal(got, &results)
+	if eb != nil || len(results) != 4 || results[0] != "bound" ||
+		!strings.Contains(results[1], `trigger target "configuration::set" is under`) ||
+		!strings.Contains(results[2], "state::claim-namespace") || results[3] != "bound" {
 		t.Fatalf("%s %+v", got, eb)
+	}
+	// The binding to the other worker's function reached the provider, and
+	// firing it reaches that function.
+	var fired []string
+	for len(fired) < 2 {
+		select {
+		case b := <-bindings:
+			res, err := other.Invoke(ctx, iii.Call{FunctionID: b.FunctionID, Data: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatalf("firing %s: %v", b.FunctionID, err)
+			}
+			fired = append(fired, b.FunctionID+"="+string(res))
+		case <-ctx.Done():
+			t.Fatalf("the provider got %v only", fired)
+		}
+	}
+	if fired[0] != `other::fn="the real one"` || !strings.HasPrefix(fired[1], "hij::a=") {
+		t.Fatalf("fired %v", fired)
 	}
 	// The worker's own ids stay its own: registering again replaces.
 	if _, eb := register("hij::a", "function handler() { return 'v2' }"); eb != nil {
