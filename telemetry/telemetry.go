@@ -112,7 +112,11 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	t := &Telemetry{tracer: noop.NewTracerProvider().Tracer("")}
 	var procs []sdktrace.TracerProviderOption
 	if o.Enabled && o.EngineURL != "" {
-		t.sink = NewSink(strings.TrimSuffix(o.EngineURL, "/")+"/otel", o.QueueFrames, o.Log)
+		otel, err := OtelURL(o.EngineURL)
+		if err != nil {
+			return nil, err
+		}
+		t.sink = NewSink(otel, o.QueueFrames, o.Log)
 		procs = append(procs, sdktrace.WithBatcher(&engineExporter{sink: t.sink}, sdktrace.WithBatchTimeout(o.FlushInterval)))
 	}
 	var (
@@ -137,7 +141,7 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 		}
 		if err != nil {
 			if t.sink != nil {
-				t.sink.Close()
+				t.sink.Close(ctx)
 			}
 			return nil, fmt.Errorf("OTLP/HTTP exporter for %s: %w", o.OTLPEndpoint, err)
 		}
@@ -204,7 +208,9 @@ func (t *Telemetry) ObserveRuntimes(live, parked func() map[string]int64) error 
 		gauge("code_runner.pool.parked", "warm runtimes waiting for a one-shot, by language", "lang", parked))
 }
 
-// Shutdown flushes what is queued (bounded by ctx) and stops exporting.
+// Shutdown flushes what is queued — spans, a last metrics export, log
+// records — and sends it to the engine's socket before it stops, all
+// bounded by ctx (contract §22a.11).
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
@@ -214,7 +220,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, p.Shutdown(ctx))
 	}
 	if t.sink != nil {
-		t.sink.Close()
+		t.sink.Close(ctx)
 	}
 	return err
 }
