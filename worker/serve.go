@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"runtime"
 	"sync"
 	"time"
@@ -55,8 +56,13 @@ type ServeOptions struct {
 // fails, before the client's retry lines: what the worker waits for and
 // how to give it one.
 func NoEngineMessage(url string) string {
+	addr := "127.0.0.1:49134"
+	if u, err := neturl.Parse(url); err == nil && u.Host != "" {
+		addr = u.Host
+	}
 	return "no iii engine answers at " + url + ": code-runner keeps retrying and starts serving as soon as one does. " +
-		"Start the engine there, or point --url (or III_URL) at one that runs. " +
+		"Start the engine there (from a checkout, the test engine: go build -o bin/iiitest-engine ./iii/iiitest/cmd/iiitest-engine && ./bin/iiitest-engine --addr " + addr + "), " +
+		"or point --url (or III_URL) at one that runs. " +
 		"To try code without an engine: code-runner run --lang python --code 'result = 1 + 1'"
 }
 

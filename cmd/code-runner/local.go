@@ -20,14 +20,34 @@ import (
 	"github.com/code-runner-go/code-runner/worker"
 )
 
+// runUsage is what `code-runner run --help` prints before the flags.
+const runUsage = `code-runner run runs one piece of code in-process, with no engine, and prints the code-runner::run response.
+
+Usage:
+  code-runner run FILE                               the language from FILE's extension (.py, .js, .mjs)
+  code-runner run --lang node|python --code CODE     code from the command line
+  code-runner run --lang node|python --file PATH     code from a file of any name
+  code-runner run --lang node|python -               code from stdin
+
+Exit status: 0 with a response (the guest's own failure included), 1 on a code-runner error, 2 on bad usage.
+
+Flags:
+`
+
 // runLocal is `code-runner run`: one run in-process with no engine, through
 // the same pipeline, printing the code-runner::run response
 // (docs/behaviour.md#process-cli). Exit 0 on a response, 1 on a
 // code-runner error, 2 on bad usage.
 func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envFunc) int {
 	fs := flag.NewFlagSet("code-runner run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	lang := fs.String("lang", "", "node or python (required)")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, runUsage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	lang := fs.String("lang", "", "node or python (needed with --code, --file or -; a FILE argument's extension .py, .js or .mjs tells it)")
 	code := fs.String("code", "", "the code to run")
 	file := fs.String("file", "", "read the code from this file")
 	timeout := fs.Uint64("timeout-ms", 0, "run budget in ms (0 = configured default)")

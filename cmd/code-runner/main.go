@@ -79,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer, env envFunc) int {
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	}
-	opts, err := parseOptions("code-runner", args, env, stderr)
+	opts, err := parseOptions("code-runner", args, env, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

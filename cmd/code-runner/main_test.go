@@ -21,6 +21,7 @@ import (
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
 	"github.com/code-runner-go/code-runner/internal/sysmon"
+	"github.com/code-runner-go/code-runner/worker"
 )
 
 func envOf(m map[string]string) envFunc {
@@ -92,16 +93,43 @@ func TestBadInvocationsExit2NamingTheFix(t *testing.T) {
 }
 
 // --help names every subcommand with a line each and shows examples before
-// the flags.
+// the flags, on stdout with exit 0 (help is the answer, not an error).
 func TestHelpListsSubcommandsAndExamples(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"--help"}, &out, &errb, envOf(nil)); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	help := errb.String()
+	if errb.Len() != 0 {
+		t.Fatalf("--help wrote to stderr: %q", errb.String())
+	}
+	help := out.String()
 	for _, want := range []string{"code-runner [serve] [flags]", "code-runner run FILE", "code-runner run --lang node|python", "code-runner version", "code-runner --manifest", "Examples:", "code-runner run script.py", "-url string"} {
 		if !strings.Contains(help, want) {
 			t.Fatalf("--help lacks %q:\n%s", want, help)
+		}
+	}
+}
+
+// run --help goes to stdout too, and does not call --lang required: a
+// FILE's extension tells the language.
+func TestRunHelpSaysTheLanguageComesFromTheExtension(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "--help"}, &out, &errb, envOf(nil)); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := out.String()
+	if errb.Len() != 0 || strings.Contains(help, "(required)") || !strings.Contains(help, "code-runner run FILE") ||
+		!strings.Contains(help, ".py, .js or .mjs") || !strings.Contains(help, "-lang string") {
+		t.Fatalf("stdout:\n%s\nstderr: %q", help, errb.String())
+	}
+}
+
+// The no-engine message tells how to start an engine, not only where.
+func TestNoEngineMessageNamesTheTestEngineCommand(t *testing.T) {
+	msg := worker.NoEngineMessage("ws://127.0.0.1:49134")
+	for _, want := range []string{"ws://127.0.0.1:49134", "go build -o bin/iiitest-engine ./iii/iiitest/cmd/iiitest-engine", "--addr 127.0.0.1:49134", "III_URL", "code-runner run"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("%q lacks %q", msg, want)
 		}
 	}
 }

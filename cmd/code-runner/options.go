@@ -51,13 +51,17 @@ func firstEnv(env envFunc, names ...string) (string, string) {
 	return "", ""
 }
 
-// parseOptions parses the worker flags in args with env as fallback.
-func parseOptions(name string, args []string, env envFunc, stderr io.Writer) (*options, error) {
+// parseOptions parses the worker flags in args with env as fallback. Help
+// (--help, -h) goes to stdout and returns flag.ErrHelp; a bad flag is a
+// usageError whose text names the fix, and nothing else is printed.
+func parseOptions(name string, args []string, env envFunc, stdout io.Writer) (*options, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, topUsage)
+		fmt.Fprint(stdout, topUsage)
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	var o options
 	var logLevel string
