@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
@@ -52,6 +53,11 @@ type interp struct {
 	out      *budget // /out's
 	over     chan *budget
 	open     openFiles  // files the guest has open under /work and /out
+	gate     hostGate   // every host call's kill check (hostcalls.go)
+	files    fileLimit  // files open across the mounts
+	mounts   []string   // the preopens' guest paths, in descriptor order from 3
+	mod      api.Module // the instance, once snapshotted (fdtable.go)
+	fds      []fdEntry  // its descriptor table at the snapshot
 	mem      memorySlot // the instance's linear memory, once allocated
 	memCap   uint64     // linear memory cap, bytes
 	// pingFrame is the health check sent after a reset: it carries the
@@ -81,6 +87,10 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		outDir: outDir, workDir: workDir, memCap: uint64(memMB) << 20, over: make(chan *budget, 2),
 		work: newBudget(workDir, "/work", workMaxBytes, workMaxEntries),
 		out:  newBudget(outDir, "/out", outMaxBytes, outMaxEntries)}
+	ip.gate.killed = ip.killed
+	limited := func(fsys experimentalsys.FS) experimentalsys.FS {
+		return &limitedFS{FS: fsys, limit: &ip.files, gate: &ip.gate}
+	}
 	for _, b := range []*budget{ip.work, ip.out} {
 		b := b
 		b.reset()
@@ -91,28 +101,33 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 			}
 		})
 	}
-	fsc := wazero.NewFSConfig().WithFSMount(runFS, "/run")
+	// Every mount counts its opens against one limit and passes the gate.
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(limited(&sysfs.AdaptFS{FS: runFS}), "/run")
+	ip.mounts = append(ip.mounts, "/run")
 	if e.stdlib != nil {
+		ip.mounts = append(ip.mounts, pywasm.StdlibDir)
 		// Shared by every interpreter: opening a file of it for writing is
 		// refused at open (a plain fs.FS mount accepts the open and fails
 		// the write later, with EBADF).
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: e.stdlib}}, pywasm.StdlibDir)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(limited(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: e.stdlib}}), pywasm.StdlibDir)
 	}
-	outFS, workFS := newGuardedFS(ip.out, &ip.open), newGuardedFS(ip.work, &ip.open)
+	outFS, workFS := limited(newGuardedFS(ip.out, &ip.open)), limited(newGuardedFS(ip.work, &ip.open))
 	if ip.pingFrame, err = pingFrameFor(map[string]experimentalsys.FS{"/out": outFS, "/work": workFS}); err != nil {
 		_ = os.RemoveAll(outDir)
 		return nil, err
 	}
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(outFS, "/out")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(workFS, "/work")
-	ip.stdout = newStdoutScanner(sentinel, ip.events, ip.killed)
-	ip.stderr = &stderrWriter{}
+	ip.mounts = append(ip.mounts, "/out", "/work")
+	ip.stdout = newStdoutScanner(sentinel, ip.events, &ip.gate)
+	ip.stderr = &stderrWriter{gate: &ip.gate}
 	cfg := wazero.NewModuleConfig().
 		WithName(ip.name).
 		WithArgs("python", "-I", "-B", "/run/main.py", "/run", "/out").
 		WithStdin(ip.stdin).WithStdout(ip.stdout).WithStderr(ip.stderr).
 		WithFSConfig(fsc).
-		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader)
+		WithWalltime(ip.gate.walltime, 1).WithNanotime(ip.gate.nanotime(time.Now()), 1).
+		WithRandSource(gatedReader{g: &ip.gate, r: rand.Reader})
 	runCtx, cancel := context.WithCancel(context.Background())
 	ip.cancel = cancel
 	e.mu.Lock()
@@ -415,6 +430,9 @@ func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: no linear memory of ours", errNotSnapshottable)
 	}
 	ip.open.keepOpen()
+	if err := ip.snapshotFDs(); err != nil {
+		return fmt.Errorf("%w: %v", errNotSnapshottable, err)
+	}
 	if err := lm.snapshot(); err != nil {
 		return fmt.Errorf("%w: %v", errNotSnapshottable, err)
 	}
@@ -441,7 +459,8 @@ func (ip *interp) waitParked(ctx context.Context) error {
 }
 
 // reset returns a parked interpreter to the moment it was snapshotted, as
-// if freshly booted: its memory restored (the pages the guest wrote copied
+// if freshly booted: its descriptor table that of the snapshot (fdtable.go),
+// its memory restored (the pages the guest wrote copied
 // back from the snapshot), /work and /out emptied, and a ping turn proving its stdin and
 // stdout still reach the host (guest code could have closed or renumbered
 // them). An interpreter that fails any step must be disposed of.
@@ -460,10 +479,15 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 		// reuse would cost memory for good.
 		return errMemoryGrew
 	}
+	// The descriptor table first: a tenant that closed or replaced a
+	// snapshot descriptor makes the interpreter go before any work.
+	if err := ip.restoreFDs(); err != nil {
+		return err
+	}
 	if err := lm.restore(pagemapFD); err != nil {
 		return err
 	}
-	ip.open.closeOpened()
+	ip.open.closeOpened() // a backstop: restoreFDs closed every file the tenant opened
 	for _, b := range []*budget{ip.work, ip.out} {
 		if err := b.empty(); err != nil {
 			return err

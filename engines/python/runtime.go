@@ -233,11 +233,23 @@ func (r *pyRuntime) runTurn(ctx context.Context, frame []byte, bridge core.Bridg
 // protocol violation that kills the interpreter), a request's work ends
 // with the turn, and the deadline always wins. The permit is returned on
 // every path.
+//
+// The permit bounds computation, not waiting: while the guest is blocked
+// on stdin waiting for the answer to a request of its own (iii.trigger,
+// time.sleep), the turn gives its permit back, and takes one again —
+// waiting under the turn's deadline — before the answer is queued and the
+// guest can run. A guest that announces a request and goes on computing is
+// never blocked on stdin, so it keeps its permit.
 func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bridge core.Bridge) turnResult {
 	if !r.e.acquire(ctx) {
 		return turnResult{err: core.ErrTimeout()}
 	}
-	defer r.e.release()
+	held := true
+	defer func() {
+		if held {
+			r.e.release()
+		}
+	}()
 	defer r.e.watchLong()()
 	if err := ip.out.empty(); err != nil {
 		// What is left is this runtime's own from its last turn.
@@ -261,6 +273,14 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	defer watch.Stop()
 	replies := make(chan []byte, 1)
 	outstanding := false
+	var pending []byte              // an answer waiting for the permit to come back
+	regained := make(chan struct{}) // the permit is back for pending
+	releaseIfWaiting := func() {
+		if held && outstanding && pending == nil && ip.stdin.blocked() {
+			r.e.release()
+			held = false
+		}
+	}
 	var done []byte // the latest turn_done; the turn ends once the guest waits on stdin again
 	finish := func() turnResult {
 		// The guest is blocked reading stdin: everything it printed before
@@ -285,6 +305,7 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 			if done != nil && !outstanding && ip.stdin.blocked() {
 				return finish()
 			}
+			releaseIfWaiting()
 		case ev := <-ip.events:
 			switch kind := kindOf(ev); kind {
 			case "turn_done":
@@ -309,10 +330,28 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 						replies <- r.sleep(turnCtx, ev)
 					}
 				}()
+				releaseIfWaiting()
 			}
 		case rep := <-replies:
-			outstanding = false
-			_ = ip.send(rep) // queued; a guest that does not read only hurts itself
+			if held {
+				outstanding = false
+				_ = ip.send(rep) // queued; a guest that does not read only hurts itself
+				break
+			}
+			pending = rep
+			go func() {
+				if r.e.acquire(turnCtx) {
+					select {
+					case regained <- struct{}{}:
+					case <-turnCtx.Done():
+						r.e.release()
+					}
+				}
+			}()
+		case <-regained:
+			held, outstanding = true, false
+			_ = ip.send(pending)
+			pending = nil
 		case <-ip.done:
 			ip.stdout.flush()
 			return r.afterDeath(ip, &stdout, &stderr)
@@ -521,8 +560,9 @@ func (r *pyRuntime) sleep(ctx context.Context, ev []byte) []byte {
 	}
 }
 
-// Destroy kills the interpreter, unregisters the runtime's functions and
-// deletes /work.
+// Destroy unregisters the runtime's functions, empties or deletes /work
+// before it returns, and recycles or disposes of the interpreter in the
+// background.
 func (r *pyRuntime) Destroy() []string {
 	r.mu.Lock()
 	if r.destroyed {
@@ -551,6 +591,25 @@ func (r *pyRuntime) Destroy() []string {
 	// work starts: on a busy worker the goroutine can start milliseconds
 	// later, while the caller is already borrowing for its next call, and
 	// the pool took the two for two borrowers and grew for both.
+	// /work is emptied before Destroy returns — before teardown answers
+	// (contract §22a.10) — while its interpreter is parked and so cannot
+	// write to it; the directory then stays with that interpreter only if
+	// the reset below makes it pristine and the pool takes it, and is
+	// deleted otherwise. An interpreter that is not parked (killed, or
+	// inside a turn) is stopped first and /work deleted, here too.
+	if ip != nil && !ip.dead() && ip.stdin.blocked() {
+		if err := ip.work.empty(); err != nil {
+			r.e.log.Warn("python /work could not be emptied at the end of its runtime; deleting it", "err", err)
+			ip.dispose()
+			ip = nil
+		}
+	} else if ip != nil {
+		ip.dispose()
+		ip = nil
+	}
+	if ip == nil {
+		r.e.removeWorkDir(r.workDir)
+	}
 	var returning func()
 	if r.loan {
 		returning = r.e.pool.Returning()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // Per-turn stream caps (docs/behaviour.md#python-streams).
@@ -69,11 +71,11 @@ type stdoutScanner struct {
 	skip    bool // the event grew past its bound; drop it
 	out     *capture
 	events  chan []byte
-	killed  <-chan struct{} // once closed, events are dropped instead of handed over
+	gate    *hostGate // once killed, events are dropped and every write ends the instance
 }
 
-func newStdoutScanner(sentinel string, events chan []byte, killed <-chan struct{}) *stdoutScanner {
-	return &stdoutScanner{marker: []byte("\n" + sentinel + "\n"), events: events, killed: killed}
+func newStdoutScanner(sentinel string, events chan []byte, gate *hostGate) *stdoutScanner {
+	return &stdoutScanner{marker: []byte("\n" + sentinel + "\n"), events: events, gate: gate}
 }
 
 func (s *stdoutScanner) setCapture(c *capture) {
@@ -82,9 +84,20 @@ func (s *stdoutScanner) setCapture(c *capture) {
 	s.mu.Unlock()
 }
 
+// Write is the guest's fd_write on stdout. It takes p in pieces of at most
+// hostChunk bytes, each past the gate, so a write of any size costs the
+// worker no more memory than one piece and a kill ends it within one.
 func (s *stdoutScanner) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, _ = s.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
+		s.scan(c)
+		return len(c), 0
+	})
+	return len(p), nil
+}
+
+func (s *stdoutScanner) scan(p []byte) {
 	s.pending = append(s.pending, p...)
 	for len(s.pending) > 0 {
 		if s.inEvent {
@@ -106,7 +119,7 @@ func (s *stdoutScanner) Write(p []byte) (int, error) {
 				// cancel that ends it.
 				select {
 				case s.events <- append([]byte{}, ev...):
-				case <-s.killed:
+				case <-s.gate.killed:
 				}
 			}
 			s.event, s.skip, s.inEvent = nil, false, false
@@ -121,10 +134,11 @@ func (s *stdoutScanner) Write(p []byte) (int, error) {
 		}
 		keep := partialSuffix(s.pending, s.marker)
 		s.emit(s.pending[:len(s.pending)-keep])
-		s.pending = append([]byte{}, s.pending[len(s.pending)-keep:]...)
+		// The held-back tail moves to the front of the same buffer: it is
+		// reused, never grown past a piece and a marker.
+		s.pending = s.pending[:copy(s.pending, s.pending[len(s.pending)-keep:])]
 		break
 	}
-	return len(p), nil
 }
 
 func (s *stdoutScanner) emit(b []byte) {
@@ -160,8 +174,9 @@ func partialSuffix(b, marker []byte) int {
 
 // stderrWriter sends the interpreter's stderr to the turn's capture.
 type stderrWriter struct {
-	mu  sync.Mutex
-	out *capture
+	mu   sync.Mutex
+	out  *capture
+	gate *hostGate
 }
 
 func (w *stderrWriter) setCapture(c *capture) {
@@ -170,11 +185,15 @@ func (w *stderrWriter) setCapture(c *capture) {
 	w.mu.Unlock()
 }
 
+// Write is the guest's fd_write on stderr: past the gate, counted like a
+// tick; the capture keeps what fits its cap and copies nothing more.
 func (w *stderrWriter) Write(p []byte) (int, error) {
+	w.gate.check()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.out != nil {
 		w.out.write(p)
 	}
+	w.mu.Unlock()
+	w.gate.account(len(p))
 	return len(p), nil
 }

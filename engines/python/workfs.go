@@ -2,6 +2,7 @@ package python
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,8 +22,8 @@ const (
 
 // budget is the byte and entry budget of one guest directory. Writes are
 // admitted against it as they happen, so a fast writer cannot overshoot
-// between two measurements: growth is counted optimistically (every byte
-// written and every file created counts as new), and only when that
+// between two measurements: growth is counted optimistically (every byte a
+// write adds past a file's end, and every file created, counts as new), and only when that
 // estimate would cross the budget is the directory walked for real. A write
 // that would still cross it is refused and the budget is marked over; the
 // turn then ends as the budget kill (the guest never gets to carry on past
@@ -300,26 +301,45 @@ func (f *guardedFile) closeFile() experimentalsys.Errno {
 	return f.closeErr
 }
 
+// Write admits the growth the write causes — none for an overwrite in
+// place — against the budget.
 func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
-	if !f.b.admit(int64(len(p)), 0) {
+	off := int64(-1)
+	if f.File.IsAppend() {
+		if st, errno := f.File.Stat(); errno == 0 {
+			off = st.Size
+		}
+	} else if o, errno := f.File.Seek(0, io.SeekCurrent); errno == 0 {
+		off = o
+	}
+	grow := int64(len(p))
+	if off >= 0 {
+		grow = f.growthAt(off, grow)
+	}
+	if !f.b.admit(grow, 0) {
 		return 0, experimentalsys.EIO
 	}
 	defer f.b.touch()
 	return f.File.Write(p)
 }
 
+// Pwrite admits the growth the write causes, like Write.
 func (f *guardedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
-	grow := int64(len(p))
-	if st, errno := f.File.Stat(); errno == 0 && off+grow > st.Size {
-		grow = off + grow - st.Size
-	} else if errno == 0 {
-		grow = 0
-	}
-	if !f.b.admit(grow, 0) {
+	if !f.b.admit(f.growthAt(off, int64(len(p))), 0) {
 		return 0, experimentalsys.EIO
 	}
 	defer f.b.touch()
 	return f.File.Pwrite(p, off)
+}
+
+// growthAt is how much writing n bytes at off grows the file: past its end
+// only. When the size cannot be read, every byte counts.
+func (f *guardedFile) growthAt(off, n int64) int64 {
+	st, errno := f.File.Stat()
+	if errno != 0 {
+		return n
+	}
+	return max(0, off+n-st.Size)
 }
 
 func (f *guardedFile) Truncate(size int64) experimentalsys.Errno {
