@@ -35,6 +35,9 @@ type RuntimeOptions struct {
 	// its first run (a run without keep), so an engine that recycles what
 	// it can may expect it back.
 	OneShot bool
+	// Budget is the call's own run budget: the longest it may wait for a
+	// runtime to come back to a pool (0: the engine's own bound).
+	Budget time.Duration
 }
 
 // Runtime is one sandbox. Calls to Run are serialized by the caller.

@@ -32,6 +32,30 @@ type Error struct {
 	Code  Code
 	Text  string
 	Cause error // for logs only; never sent on the wire
+	// Kill says why guest code was stopped, when it was: telemetry counts
+	// kills by it (contract §22a.11). Never sent on the wire.
+	Kill Kill
+}
+
+// Kill is why a call's guest code was stopped.
+type Kill string
+
+// The kills telemetry tells apart.
+const (
+	KillTimeout   Kill = "timeout"    // its deadline
+	KillMemory    Kill = "memory"     // a memory cap
+	KillBudget    Kill = "budget"     // python's /work or /out budget
+	KillHostDeath Kill = "host_death" // an isolate host that died under its call
+)
+
+// KillOf returns the kill err carries ("" when guest code was not
+// stopped), wherever it is in err's chain.
+func KillOf(err error) Kill {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Kill
+	}
+	return ""
 }
 
 // Error returns "<code>: <text>".
@@ -78,7 +102,9 @@ func ErrCapacity(max int64) *Error {
 }
 
 // ErrTimeout is `execution exceeded its deadline`.
-func ErrTimeout() *Error { return Errorf(CodeTimeout, "execution exceeded its deadline") }
+func ErrTimeout() *Error {
+	return &Error{Code: CodeTimeout, Text: "execution exceeded its deadline", Kill: KillTimeout}
+}
 
 // ErrUnknownRuntime is `unknown runtime_id <id>`.
 func ErrUnknownRuntime(id string) *Error {
@@ -104,12 +130,23 @@ func ErrPythonUnavailable() *Error {
 
 // ErrNodeMemory is the node memory-cap message.
 func ErrNodeMemory() *Error {
-	return Errorf(CodeResourceExhausted, "the runtime exceeded its memory cap and was killed")
+	return &Error{Code: CodeResourceExhausted, Text: "the runtime exceeded its memory cap and was killed", Kill: KillMemory}
 }
 
 // ErrPythonMemory is the python memory-cap message.
 func ErrPythonMemory() *Error {
-	return Errorf(CodeResourceExhausted, "run exceeded its memory cap and was killed")
+	return &Error{Code: CodeResourceExhausted, Text: "run exceeded its memory cap and was killed", Kill: KillMemory}
+}
+
+// ErrDiskBudget is python's /work or /out budget kill naming dir.
+func ErrDiskBudget(maxBytes int64, maxEntries int, dir string) *Error {
+	return &Error{Code: CodeResourceExhausted, Kill: KillBudget,
+		Text: fmt.Sprintf("run wrote more than %d bytes (or more than %d files) under %s and was killed", maxBytes, maxEntries, dir)}
+}
+
+// ErrHostCrashed is a node isolate host that died under its call.
+func ErrHostCrashed() *Error {
+	return &Error{Code: CodeEngine, Text: "the runtime's isolate host crashed during this call; retry", Kill: KillHostDeath}
 }
 
 // ErrFunctionNotFound is what the wire layer answers, with the engine-standard

@@ -76,7 +76,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	if req.MemoryMB != nil {
 		mem = *req.MemoryMB
 	}
-	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config, OneShot: !req.Keep})
+	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config, OneShot: !req.Keep, Budget: call.Budget})
 	if err != nil {
 		slot.Release()
 		return nil, AsError(err, call.FunctionID)
@@ -130,6 +130,13 @@ func (s *RunService) runKept(ctx context.Context, call *Call, req *RunRequest, k
 		}
 	}
 	if runErr != nil {
+		var ce *Error
+		if errors.As(runErr, &ce) && ce.Code == CodeExpired {
+			if _, st := s.Registry.Lookup(k.ID); st != StateTombstoned {
+				return nil, ErrUnknownRuntime(k.ID) // torn down while this call waited
+			}
+			return nil, ErrExpired(k.ID)
+		}
 		return nil, runErr
 	}
 	return response(call, out, k.ID), nil

@@ -163,7 +163,13 @@ type InvocationError struct {
 	Message    string
 	FunctionID string
 	Stacktrace string
+	// Err is the handler's own error behind a wire error it returns, for
+	// wrappers such as telemetry; never sent.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *InvocationError) Unwrap() error { return e.Err }
 
 // Error returns "<code>: <message>".
 func (e *InvocationError) Error() string { return e.Code + ": " + e.Message }

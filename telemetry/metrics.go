@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -113,10 +112,11 @@ func (m *Metrics) PoolBoot(ctx context.Context, lang string, d time.Duration) {
 }
 
 // Invocation records one served invocation: kind is "worker" or "guest",
-// outcome "ok" or the wire error code, message the wire error's text (it
-// tells a memory kill from a budget kill). For code-runner::run, lang and
-// mode describe the run ("" when unknown).
-func (m *Metrics) Invocation(ctx context.Context, kind, functionID, lang, mode, outcome, message string, d time.Duration) {
+// outcome "ok", "guest_error" (a run whose guest threw) or the wire error
+// code, kill why guest code was stopped ("timeout", "memory", "budget",
+// "host_death"; "" when it was not). For code-runner::run, lang and mode
+// describe the run ("" when unknown).
+func (m *Metrics) Invocation(ctx context.Context, kind, functionID, lang, mode, outcome, kill string, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -131,24 +131,9 @@ func (m *Metrics) Invocation(ctx context.Context, kind, functionID, lang, mode, 
 			return []attribute.KeyValue{attribute.String("lang", k.a), attribute.String("outcome", k.b)}
 		}))
 	}
-	if reason := killReason(outcome, message); reason != "" {
-		m.kills.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+	if kill != "" {
+		m.kills.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", kill)))
 	}
-}
-
-// killReason classifies an outcome that means guest code was stopped.
-func killReason(outcome, message string) string {
-	switch {
-	case strings.HasSuffix(outcome, "::timeout"):
-		return "timeout"
-	case strings.HasSuffix(outcome, "::resource_exhausted") && strings.Contains(message, "and was killed"):
-		return "budget"
-	case strings.HasSuffix(outcome, "::resource_exhausted") && strings.Contains(message, "memory"):
-		return "memory"
-	case strings.HasSuffix(outcome, "::engine") && strings.Contains(message, "crashed during this call"):
-		return "host_death" // an isolate host that died under its call
-	}
-	return ""
 }
 
 // BridgeCall records one guest bus call: "refused" (the deny-list stopped

@@ -124,13 +124,11 @@ func testMetrics(t *testing.T) (*Metrics, *sdkmetric.ManualReader) {
 func TestMetricsClassifyKillsAndReloads(t *testing.T) {
 	m, reader := testMetrics(t)
 	ctx := context.Background()
-	m.Invocation(ctx, "worker", "code-runner::run", "python", "kept", "code-runner::resource_exhausted",
-		"code-runner::resource_exhausted: python interpreter ran out of memory", time.Millisecond)
-	m.Invocation(ctx, "worker", "code-runner::run", "python", "one-shot", "code-runner::resource_exhausted",
-		"code-runner::resource_exhausted: run wrote more than 4194304 bytes (or more than 64 files) under /out and was killed", time.Millisecond)
-	m.Invocation(ctx, "guest", "ns::f", "", "", "code-runner::timeout", "code-runner::timeout: execution exceeded its deadline", time.Millisecond)
-	m.Invocation(ctx, "worker", "code-runner::run", "node", "one-shot", "code-runner::invalid_request", "code-runner::invalid_request: code is empty", time.Millisecond)
-	m.Invocation(ctx, "worker", "code-runner::run", "node", "kept", "code-runner::engine", "code-runner::engine: the runtime's isolate host crashed during this call; retry", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "python", "kept", "code-runner::resource_exhausted", "memory", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "python", "one-shot", "code-runner::resource_exhausted", "budget", time.Millisecond)
+	m.Invocation(ctx, "guest", "ns::f", "", "", "code-runner::timeout", "timeout", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "node", "one-shot", "code-runner::invalid_request", "", time.Millisecond)
+	m.Invocation(ctx, "worker", "code-runner::run", "node", "kept", "code-runner::engine", "host_death", time.Millisecond)
 	m.Reload(ctx, true)
 	m.Reload(ctx, false)
 	m.Reload(ctx, false)

@@ -26,7 +26,7 @@ func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler
 			res, err := h(ctx, core.GuestInvocation{Payload: req.Data, Metadata: req.Metadata})
 			if err != nil {
 				w := core.WireOf(err, req.FunctionID)
-				return nil, &iii.InvocationError{Code: w.Code, Message: w.Message}
+				return nil, &iii.InvocationError{Code: w.Code, Message: w.Message, Err: err}
 			}
 			if res == nil {
 				return json.RawMessage("null"), nil

@@ -376,10 +376,13 @@ func metricPoints(t *testing.T, frames [][]byte, name string) map[string]string 
 }
 
 // TestMetricsAfterAKnownSequence: two python one-shots that succeed, a
-// node one-shot killed at its deadline and a python one-shot making one
-// refused and one answered guest call (a nested node run) show up in the
-// metrics the engine receives: runs by language, mode and outcome, their
-// durations, one kill for the timeout, the guest calls by outcome.
+// node one-shot killed at its deadline, a python one-shot making one
+// refused and one answered guest call (a nested node run), a guest throw
+// and raise, a python memory kill and a /out budget kill show up in the
+// metrics the engine receives: runs by language, mode and outcome (a
+// guest's throw is guest_error, not ok), their durations, the kills by
+// reason (memory apart from budget), the guest calls by outcome; the spans
+// of the failed runs carry their exit code.
 func TestMetricsAfterAKnownSequence(t *testing.T) {
 	e := newTestEngine(t)
 	telc := make(chan *telemetry.Telemetry, 1)
@@ -400,15 +403,29 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 		"code": "for fid in ('state::claim-namespace', 'x' * 600):\n    try:\n        iii.trigger({'function_id': fid})\n    except RuntimeError:\n        pass\nresult = iii.trigger({'function_id': 'code-runner::run', 'payload': {'lang': 'node', 'code': 'return 7'}})['result']"}, nil); err != nil || eb != nil {
 		t.Fatalf("the guest calls: %v %+v", err, eb)
 	}
+	for _, c := range []struct{ lang, code, code2 string }{
+		{"node", "throw new Error('no')", ""},
+		{"python", "raise ValueError('no')", ""},
+		{"python", "b = bytearray(1 << 30)", "code-runner::resource_exhausted"},
+		{"python", "open('/out/x', 'wb').write(b'x' * (5 << 20))", "code-runner::resource_exhausted"},
+	} {
+		_, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": c.lang, "code": c.code}, nil)
+		if err != nil || (eb == nil) != (c.code2 == "") || (eb != nil && eb.Code != c.code2) {
+			t.Fatalf("%s: %v %+v", c.code, err, eb)
+		}
+	}
 	want := map[string]map[string]string{
 		"code_runner.runs": {
-			"lang=python,mode=one-shot,outcome=ok":                 "3",
-			"lang=node,mode=one-shot,outcome=code-runner::timeout": "1",
-			"lang=node,mode=one-shot,outcome=ok":                   "1", // the guest's nested run
+			"lang=python,mode=one-shot,outcome=ok":                              "3",
+			"lang=node,mode=one-shot,outcome=code-runner::timeout":              "1",
+			"lang=node,mode=one-shot,outcome=ok":                                "1", // the guest's nested run
+			"lang=node,mode=one-shot,outcome=guest_error":                       "1",
+			"lang=python,mode=one-shot,outcome=guest_error":                     "1",
+			"lang=python,mode=one-shot,outcome=code-runner::resource_exhausted": "2",
 		},
-		"code_runner.run.duration":  {"lang=python,outcome=ok": "3", "lang=node,outcome=code-runner::timeout": "1"},
-		"code_runner.bridge.calls":  {"outcome=refused": "2", "outcome=ok": "1"},
-		"code_runner.kills":         {"reason=timeout": "1"},
+		"code_runner.run.duration": {"lang=python,outcome=ok": "3", "lang=node,outcome=code-runner::timeout": "1"},
+		"code_runner.bridge.calls": {"outcome=refused": "2", "outcome=ok": "1"},
+		"code_runner.kills":        {"reason=timeout": "1", "reason=memory": "1", "reason=budget": "1"},
 		"code_runner.runtimes.live": {"kind=kept": "0", "kind=namespace": "0"},
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -429,11 +446,20 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 		}
 		parked := metricPoints(t, frames, "code_runner.pool.parked")
 		refill := metricPoints(t, frames, "code_runner.pool.refill.duration") // the pools booted at start
-		if ok && parked["lang=node"] != "" && parked["lang=python"] != "" && refill["lang=node"] != "" && refill["lang=python"] != "" {
+		failed := map[string]string{}
+		for _, s := range spansOf(t, frames) {
+			if s.Name == "code-runner::run" && s.attr("code_runner.outcome") != "ok" {
+				failed[s.attr("code_runner.lang")+" "+s.attr("code_runner.outcome")+" exit="+s.attr("code_runner.exit_code")+" kill="+s.attr("code_runner.kill")] = "seen"
+			}
+		}
+		spansOK := failed["node guest_error exit=1 kill="] != "" && failed["python guest_error exit=1 kill="] != "" &&
+			failed["node code-runner::timeout exit= kill=timeout"] != "" && failed["python code-runner::resource_exhausted exit= kill=memory"] != "" &&
+			failed["python code-runner::resource_exhausted exit= kill=budget"] != ""
+		if ok && spansOK && parked["lang=node"] != "" && parked["lang=python"] != "" && refill["lang=node"] != "" && refill["lang=python"] != "" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pool gauges or refill times missing for a language: parked %v, refill %v", parked, refill)
+			t.Fatalf("pool gauges, refill times or failed-run spans missing: parked %v, refill %v, failed spans %v", parked, refill, failed)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

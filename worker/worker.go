@@ -53,14 +53,20 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 			log.ErrorContext(ctx, "call failed", "function_id", req.FunctionID, "code", ce.Code, "cause", capsfilter.RedactRuntimeIDs(ce.Cause.Error()))
 		}
 		w := core.WireOf(err, req.FunctionID)
-		return nil, &iii.InvocationError{Code: w.Code, Message: w.Message}
+		return nil, &iii.InvocationError{Code: w.Code, Message: w.Message, Err: err}
 	}
 }
 
+// OutcomeGuestError is the outcome of a run whose guest threw or raised:
+// the call answered, with exit_code ≠ 0.
+const OutcomeGuestError = "guest_error"
+
 // Traced wraps h in a span per invocation (telemetry.StartServer), parented
-// on the caller's traceparent: the function id, for runs the language and
-// mode, the request and result sizes and the outcome ("ok" or the error
-// code). Never the code, the payload, the result or a runtime id.
+// on the caller's traceparent: the function id, for runs the language,
+// mode and exit code, the request and result sizes, the outcome ("ok",
+// OutcomeGuestError or the error code) and, when guest code was stopped,
+// the kill (core.Kill). Never the code, the payload, the result or a
+// runtime id.
 //
 // kind ("worker" or "guest") labels the invocation in the metrics, which
 // also count runs, their durations and the kills among them.
@@ -88,21 +94,29 @@ func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 		attrs := []attribute.KeyValue{attribute.Int("code_runner.request_bytes", len(req.Data))}
 		ctx, span := tel.StartServer(ctx, req.FunctionID, attrs...)
 		res, err := h(ctx, req)
-		outcome, message := "ok", ""
+		outcome := "ok"
 		var ie *iii.InvocationError
 		if errors.As(err, &ie) {
-			outcome, message = ie.Code, ie.Message
+			outcome = ie.Code
 		} else if err != nil {
 			outcome = "invocation_failed"
 		}
+		kill := string(core.KillOf(err))
 		var end []attribute.KeyValue
 		switch r := res.(type) {
 		case json.RawMessage:
 			end = append(end, attribute.Int("code_runner.result_bytes", len(r)))
-		case interface{ Sizes() (int, int, int, bool) }: // a run's response
+		case *core.RunResponse:
 			result, stdout, stderr, capped := r.Sizes()
 			end = append(end, attribute.Int("code_runner.result_bytes", result), attribute.Int("code_runner.stdout_bytes", stdout),
-				attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped))
+				attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped),
+				attribute.Int64("code_runner.exit_code", r.ExitCode))
+			if err == nil && r.ExitCode != 0 {
+				outcome = OutcomeGuestError // the guest threw or raised (contract §22a.11)
+			}
+		}
+		if kill != "" {
+			end = append(end, attribute.String("code_runner.kill", kill))
 		}
 		mu.Lock()
 		if mode != "" {
@@ -114,7 +128,7 @@ func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 		l, m := lang, mode
 		mu.Unlock()
 		span.End(outcome, end...)
-		tel.Metrics().Invocation(ctx, kind, req.FunctionID, l, m, outcome, message, time.Since(start))
+		tel.Metrics().Invocation(ctx, kind, req.FunctionID, l, m, outcome, kill, time.Since(start))
 		return res, err
 	}
 }

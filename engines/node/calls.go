@@ -246,7 +246,7 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 		d, err := r.exec(cctx, &hostproto.Msg{T: "invoke", FunctionID: id, Payload: inv.Payload})
 		if err != nil {
 			var ce *core.Error
-			if errors.As(err, &ce) && ce.Code == core.CodeEngine && !r.Alive() {
+			if errors.As(err, &ce) && (ce.Code == core.CodeExpired || ce.Code == core.CodeEngine && !r.Alive()) {
 				return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
 			}
 			return nil, err

@@ -249,7 +249,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	var p *hostProc
 	loan := false
 	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
-		p = e.take(ctx, heap, filesOn, ro.OneShot)
+		p = e.take(ctx, heap, filesOn, ro.OneShot, ro.Budget)
 		loan = p != nil && ro.OneShot
 	}
 	if p == nil {
@@ -430,6 +430,17 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 // exec sends a task and waits for its outcome under ctx's deadline, watching
 // the host's resident memory. Kills map to errors: timeout, memory, crash.
 func (r *runtime) exec(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, error) {
+	d, err := r.execOnce(ctx, m)
+	if err == errNotStarted && ctx.Err() == nil {
+		// A namespace runtime's host was killed by its own detached work
+		// before it read this task: the task never ran; restart (replay)
+		// and send it once more, under the same deadline.
+		return r.execOnce(ctx, m)
+	}
+	return d, err
+}
+
+func (r *runtime) execOnce(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, error) {
 	if r.isNamespaceRuntime() && r.host().dead() {
 		if err := r.restart(ctx); err != nil {
 			return nil, err
@@ -438,7 +449,7 @@ func (r *runtime) exec(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, e
 	r.mu.Lock()
 	if !r.alive || r.destroyed {
 		r.mu.Unlock()
-		return nil, core.Errorf(core.CodeEngine, "the runtime's isolate is gone; retry")
+		return nil, errKilledOutsideCall()
 	}
 	r.nextTask++
 	m.Task = r.nextTask
@@ -470,7 +481,13 @@ func (r *runtime) exec(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, e
 		return nil, core.ErrTimeout()
 	}
 	if err != nil {
+		// The host was gone before this task reached it: this call did not
+		// kill it. A kept runtime is tombstoned (expired); a namespace
+		// runtime restarts on its next use.
 		r.markDead()
+		if !r.isNamespaceRuntime() {
+			return nil, errKilledOutsideCall()
+		}
 		return nil, core.Errorf(core.CodeEngine, "the runtime's isolate host is gone; retry")
 	}
 	// The host enforces the guest's memory cap itself, on every entry into
@@ -503,6 +520,15 @@ func (r *runtime) exec(ctx context.Context, m *hostproto.Msg) (*hostproto.Msg, e
 	}
 }
 
+// errKilledOutsideCall: the runtime died outside any call (its detached
+// work overran, or it was already dead). CodeExpired: core.RunService
+// answers a held id with ErrExpired(id) (contract §22a.9).
+var errNotStarted = core.ErrHostCrashed()
+
+func errKilledOutsideCall() *core.Error {
+	return core.Errorf(core.CodeExpired, "the runtime was killed outside any call")
+}
+
 func (r *runtime) markDead() {
 	if r.isNamespaceRuntime() {
 		// The host is finished; make sure it is gone before the next use,
@@ -527,9 +553,16 @@ func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 	case hostproto.StatusMemory, "died:memory":
 		r.markDead()
 		return nil, core.ErrNodeMemory()
+	case "died:detached":
+		// Its own detached work overran while this task waited unread.
+		r.markDead()
+		if !r.isNamespaceRuntime() {
+			return nil, errKilledOutsideCall()
+		}
+		return nil, errNotStarted
 	}
 	r.markDead()
-	return nil, core.Errorf(core.CodeEngine, "the runtime's isolate host crashed during this call; retry")
+	return nil, core.ErrHostCrashed()
 }
 
 // Destroy unregisters everything the runtime published, kills its host and

@@ -36,16 +36,27 @@ func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 // the callers' peak, spawns none.
 const recycleWait = 250 * time.Millisecond
 
+// maxLoanWait bounds a one-shot's whole wait for a loaned host.
+const maxLoanWait = time.Second
+
 // take hands out a pooled host with heap cap heapMB and iii.files as asked.
 // A loan (one-shot runtimes) is expected back through give; with every host
 // out on loan, one coming back within recycleWait (a recycled host is a new
 // isolate, a few ms) beats spawning a process.
-func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool) *hostProc {
+func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool, budget time.Duration) *hostProc {
 	match := func(h *hostProc) bool { return h.heapMB == heapMB && h.filesOn == filesOn }
 	var h *hostProc
 	var ok bool
 	if loan {
-		h, ok = e.pool.BorrowWait(ctx, match, recycleWait)
+		// Never wait for a loan longer than maxLoanWait or the call's own
+		// budget: then boot a fresh host.
+		wait := maxLoanWait
+		if budget > 0 && budget < wait {
+			wait = budget
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		h, ok = e.pool.BorrowWait(wctx, match, recycleWait)
+		cancel()
 	} else {
 		h, ok = e.pool.Take(match)
 	}

@@ -252,6 +252,10 @@ func (p *hostProc) classify(err error) string {
 	if killed == "memory" || killed == "timeout" || killed == "destroy" {
 		return killed
 	}
+	var xe *exec.ExitError
+	if errors.As(err, &xe) && xe.ExitCode() == hostproto.ExitDetached {
+		return "detached" // its own guest work outside any call overran
+	}
 	tail := p.stderr.String()
 	if strings.Contains(tail, "out of memory") || strings.Contains(tail, "OOM") || strings.Contains(tail, "Allocation failed") {
 		return "memory"
@@ -317,7 +321,10 @@ func (p *hostProc) recycle(heapMB int64, filesOn bool) bool {
 	p.mu.Lock()
 	p.onCall, p.onLog, p.onExit = nil, nil, nil
 	p.mu.Unlock()
-	if err := p.send(&hostproto.Msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
+	// A host is reset only when idle: one still running guest work (a
+	// callback that outlived its run) is not waited for — the caller kills it.
+	bound := time.Now().Add(resetWait)
+	if err := p.sendBy(&hostproto.Msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn}, bound); err != nil {
 		return false
 	}
 	select {
@@ -327,7 +334,11 @@ func (p *hostProc) recycle(heapMB int64, filesOn bool) bool {
 		return true
 	case <-p.exited:
 		return false
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(bound)):
 		return false
 	}
 }
+
+// resetWait bounds a recycle: an idle host builds its new isolate in a few
+// milliseconds (docs/architecture.md §3).
+const resetWait = 500 * time.Millisecond

@@ -391,7 +391,7 @@ func (r *pyRuntime) diskKill(ip *interp, b *budget) turnResult {
 	<-ip.done
 	r.dropInterp(ip)
 	return turnResult{killed: true, diskOver: b == ip.work,
-		err: core.Errorf(core.CodeResourceExhausted, "run wrote more than %d bytes (or more than %d files) under %s and was killed", b.maxBytes, b.maxEntries, b.name)}
+		err: core.ErrDiskBudget(b.maxBytes, b.maxEntries, b.name)}
 }
 
 func (r *pyRuntime) dropInterp(ip *interp) {

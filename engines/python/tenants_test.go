@@ -143,12 +143,14 @@ func TestHostCallsEndTheInstanceAfterAKill(t *testing.T) {
 	}
 	f.(*limitedFile).gate = g
 	for name, call := range map[string]func(){
-		"stdout":   func() { _, _ = newStdoutScanner("s", events, g).Write([]byte("x")) },
-		"stderr":   func() { _, _ = (&stderrWriter{gate: g}).Write([]byte("x")) },
-		"write":    func() { _, _ = f.Write([]byte("x")) },
-		"pwrite":   func() { _, _ = f.Pwrite([]byte("x"), 0) },
-		"read":     func() { _, _ = f.Read(make([]byte, 1)) },
-		"open":     func() { _, _ = (&limitedFS{FS: fsys.FS, limit: &fileLimit{}, gate: g}).OpenFile("f", experimentalsys.O_RDONLY, 0) },
+		"stdout": func() { _, _ = newStdoutScanner("s", events, g).Write([]byte("x")) },
+		"stderr": func() { _, _ = (&stderrWriter{gate: g}).Write([]byte("x")) },
+		"write":  func() { _, _ = f.Write([]byte("x")) },
+		"pwrite": func() { _, _ = f.Pwrite([]byte("x"), 0) },
+		"read":   func() { _, _ = f.Read(make([]byte, 1)) },
+		"open": func() {
+			_, _ = (&limitedFS{FS: fsys.FS, limit: &fileLimit{}, gate: g}).OpenFile("f", experimentalsys.O_RDONLY, 0)
+		},
 		"walltime": func() { g.walltime() },
 		"random":   func() { _, _ = gatedReader{g: g, r: strings.NewReader("xx")}.Read(make([]byte, 2)) },
 	} {

@@ -63,6 +63,11 @@ type FilesConf struct {
 	MaxFiles int64  `json:"max_files"`
 }
 
+// ExitDetached is the isolate host's exit status when guest work that ran
+// with no task in flight (a callback after its call ended) overran its
+// deadline or memory cap: the runtime was destroyed by its own detached work.
+const ExitDetached = 12
+
 // Task outcomes reported in done.status.
 const (
 	StatusOK      = "ok"      // completed; result holds the JSON

@@ -74,6 +74,10 @@ func RunHost(in HostInput, out io.Writer) int {
 			return limit > 0 && h.mem.guestKB() > limit
 		},
 		hardStop: func(why string) {
+			if h.detachedEntry {
+				fmt.Fprintln(os.Stderr, "isolate host: guest code running after its call had ended did not stop (", why, ")")
+				os.Exit(hostproto.ExitDetached)
+			}
 			if why == firedMemory {
 				fmt.Fprintln(os.Stderr, "isolate host: guest memory over its cap (out of memory)")
 				os.Exit(9)
@@ -139,6 +143,8 @@ type host struct {
 	// returned) runs under the last call's budget, else maxBudget.
 	lastBudget time.Duration
 	maxBudget  time.Duration
+	// detachedEntry says the current entry runs with no task in flight.
+	detachedEntry bool
 
 	// vals are the V8 values the host created or received during the
 	// current entry; they are released when it ends (v8go keeps every value
@@ -502,6 +508,13 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 	if earliest != nil {
 		deadline = earliest.deadline
 	}
+	h.detachedEntry = earliest == nil
+	// A kill of a detached entry exits with ExitDetached: the worker
+	// tombstones a kept runtime its own detached work destroyed.
+	code := 0
+	if earliest == nil {
+		code = hostproto.ExitDetached
+	}
 	h.guard.arm(deadline)
 	err := fn()
 	recs, cerr := h.takeDone()
@@ -517,24 +530,24 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 	case fired == firedDeadline && earliest != nil:
 		h.releaseValues()
 		h.die(hostproto.StatusTimeout, earliest.id)
-		return 0, true
+		return code, true
 	case fired == firedDeadline:
 		h.releaseValues()
 		h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its deadline; the runtime was destroyed"})
 		h.die(hostproto.StatusTimeout, 0)
-		return 0, true
+		return code, true
 	case fired == firedMemory, h.memoryOver():
 		h.releaseValues()
 		if earliest == nil {
 			h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its memory cap; the runtime was destroyed"})
 		}
 		h.die(hostproto.StatusMemory, 0)
-		return 0, true
+		return code, true
 	}
 	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) || isTermination(cerr) {
 		h.releaseValues()
 		h.die(hostproto.StatusMemory, 0)
-		return 0, true
+		return code, true
 	}
 	for _, r := range recs {
 		if r.status == hostproto.StatusOK {
