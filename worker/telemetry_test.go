@@ -423,9 +423,9 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			"lang=python,mode=one-shot,outcome=guest_error":                     "1",
 			"lang=python,mode=one-shot,outcome=code-runner::resource_exhausted": "2",
 		},
-		"code_runner.run.duration": {"lang=python,outcome=ok": "3", "lang=node,outcome=code-runner::timeout": "1"},
-		"code_runner.bridge.calls": {"outcome=refused": "2", "outcome=ok": "1"},
-		"code_runner.kills":        {"reason=timeout": "1", "reason=memory": "1", "reason=budget": "1"},
+		"code_runner.run.duration":  {"lang=python,outcome=ok": "3", "lang=node,outcome=code-runner::timeout": "1"},
+		"code_runner.bridge.calls":  {"outcome=refused": "2", "outcome=ok": "1"},
+		"code_runner.kills":         {"reason=timeout": "1", "reason=memory": "1", "reason=budget": "1"},
 		"code_runner.runtimes.live": {"kind=kept": "0", "kind=namespace": "0"},
 	}
 	deadline := time.Now().Add(20 * time.Second)
