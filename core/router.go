@@ -148,7 +148,7 @@ func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadat
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("panic while handling a call", "function_id", functionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			r.log.ErrorContext(ctx, "panic while handling a call", "function_id", functionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			result, err = nil, AsError(fmt.Errorf("panic: %v", p), functionID)
 		}
 	}()

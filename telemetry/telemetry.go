@@ -41,7 +41,7 @@ import (
 // Options configure Start.
 type Options struct {
 	// EngineURL is the engine's WebSocket address (ws://host:port); spans
-	// go to <EngineURL>/otel when Enabled.
+	// go to its /otel socket (OtelURL) when Enabled.
 	EngineURL string
 	// Enabled is OTEL_ENABLED read with Enabled.
 	Enabled bool
@@ -49,6 +49,9 @@ type Options struct {
 	OTLPEndpoint string
 	Service      string
 	Version      string
+	// InstanceID is service.instance.id: the worker's name, unique per
+	// worker on an engine ("" leaves it out).
+	InstanceID string
 	// FlushInterval is how long spans wait to be batched (default 1 s).
 	FlushInterval time.Duration
 	// QueueFrames is how many frames may wait for the engine's socket
@@ -154,7 +157,11 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 	if len(procs) == 0 {
 		return t, nil
 	}
-	res := resource.NewSchemaless(semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version))
+	attrs := []attribute.KeyValue{semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version)}
+	if o.InstanceID != "" {
+		attrs = append(attrs, semconv.ServiceInstanceID(o.InstanceID))
+	}
+	res := resource.NewSchemaless(attrs...)
 	t.tp = sdktrace.NewTracerProvider(append(procs, sdktrace.WithResource(res))...)
 	t.tracer = t.tp.Tracer("code-runner", trace.WithInstrumentationVersion(o.Version))
 	t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)

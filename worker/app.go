@@ -58,6 +58,9 @@ type AppOptions struct {
 	// PythonCacheDir overrides the python compilation cache ("-" = memory only).
 	PythonCacheDir string
 	Log            *slog.Logger
+	// LocalLog gets guest-written text at debug (detached console output,
+	// host stderr): the worker's own log, never telemetry (nil: Log).
+	LocalLog *slog.Logger
 	// OnPoolBoot, when set, learns how long each warm-pool boot took, by
 	// language (telemetry records the refill time).
 	OnPoolBoot func(lang string, d time.Duration)
@@ -88,7 +91,7 @@ func NewApp(o AppOptions) (*App, error) {
 		}
 		return func(d time.Duration) { o.OnPoolBoot(lang, d) }
 	}
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, Owners: o.Owners,
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, LocalLog: o.LocalLog, Owners: o.Owners,
 		OnPoolBoot: poolBoot("node")})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)

@@ -49,8 +49,9 @@ func noGuidance(context.Context, *core.Call) (any, error) { return guidance.Resp
 // When a component fails, all of it goes back to the previous
 // configuration (a bad edit never half-applies) and the error is returned.
 // On success one INFO line names every changed key, old → new, and what it
-// affects.
-func (a *App) ApplyConfig(cfg configsvc.Config, source string) (err error) {
+// affects. The lines are written under ctx: inside an on-config-change
+// call they carry its trace.
+func (a *App) ApplyConfig(ctx context.Context, cfg configsvc.Config, source string) (err error) {
 	a.applyMu.Lock()
 	defer a.applyMu.Unlock()
 	defer func() { a.reloaded(err == nil) }()
@@ -60,7 +61,7 @@ func (a *App) ApplyConfig(cfg configsvc.Config, source string) (err error) {
 	if !ok {
 		a.Router.Reconfigure(old)
 		err := errors.New("another configuration was published while this one was being applied")
-		a.Log.Error("configuration not applied; the previous configuration stays live", "err", err)
+		a.Log.ErrorContext(ctx, "configuration not applied; the previous configuration stays live", "err", err)
 		return err
 	}
 	if err := a.reconfigure(next); err != nil {
@@ -68,12 +69,12 @@ func (a *App) ApplyConfig(cfg configsvc.Config, source string) (err error) {
 		a.Router.Reconfigure(back)
 		a.Store.Publish(back)
 		if rerr := a.reconfigure(back); rerr != nil {
-			a.Log.Error("restoring the previous configuration", "err", rerr)
+			a.Log.ErrorContext(ctx, "restoring the previous configuration", "err", rerr)
 		}
-		a.Log.Error("configuration not applied; the previous configuration stays live", "source", source, "err", err)
+		a.Log.ErrorContext(ctx, "configuration not applied; the previous configuration stays live", "source", source, "err", err)
 		return err
 	}
-	a.Log.Info(configsvc.Describe(source, configsvc.Diff(old.Config, next.Config), configsvc.LiveCounts{Node: a.liveNodeRuntimes()}))
+	a.Log.InfoContext(ctx, configsvc.Describe(source, configsvc.Diff(old.Config, next.Config), configsvc.LiveCounts{Node: a.liveNodeRuntimes()}))
 	return nil
 }
 
@@ -115,11 +116,11 @@ func (r *Reloader) Refresh(ctx context.Context) {
 	defer r.mu.Unlock()
 	cfg, err := r.Source.Fetch(ctx)
 	if err != nil {
-		r.App.Log.Error("configuration reload failed; the previous configuration stays live", "err", err)
+		r.App.Log.ErrorContext(ctx, "configuration reload failed; the previous configuration stays live", "err", err)
 		r.App.reloaded(false)
 		return
 	}
-	_ = r.App.ApplyConfig(cfg, r.Label) // a refusal is logged; the previous configuration stays
+	_ = r.App.ApplyConfig(ctx, cfg, r.Label) // a refusal is logged; the previous configuration stays
 }
 
 func (r *Reloader) handle(ctx context.Context, call *core.Call) (any, error) {

@@ -56,10 +56,10 @@ func TestARefusedReloadLeavesTheOldConfigurationServing(t *testing.T) {
 	}
 	withCap := func(n int64) configsvc.Config { c := configsvc.Defaults(); c.MaxResultBytes = n; return c }
 
-	if err := app.ApplyConfig(withCap(1000), "test"); err != nil || probe() != 1000 {
+	if err := app.ApplyConfig(context.Background(), withCap(1000), "test"); err != nil || probe() != 1000 {
 		t.Fatalf("good reload: %v, route sees %d", err, probe())
 	}
-	if err := app.ApplyConfig(withCap(4321), "test"); err == nil {
+	if err := app.ApplyConfig(context.Background(), withCap(4321), "test"); err == nil {
 		t.Fatal("a refused reload reported success")
 	}
 	if got := probe(); got != 1000 {
@@ -77,7 +77,7 @@ func TestARefusedReloadLeavesTheOldConfigurationServing(t *testing.T) {
 	if !strings.Contains(logs.String(), "configuration not applied; the previous configuration stays live") {
 		t.Fatalf("no refusal line:\n%s", logs.String())
 	}
-	if err := app.ApplyConfig(withCap(2000), "test"); err != nil || probe() != 2000 {
+	if err := app.ApplyConfig(context.Background(), withCap(2000), "test"); err != nil || probe() != 2000 {
 		t.Fatalf("the next good reload: %v, route sees %d", err, probe())
 	}
 }

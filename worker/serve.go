@@ -142,7 +142,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	otelOn, otelSet := o.Env("OTEL_ENABLED")
 	otlpEndpoint, _ := o.Env("OTEL_EXPORTER_OTLP_ENDPOINT")
 	tel, err := telemetry.Start(ctx, telemetry.Options{EngineURL: o.URL, Enabled: telemetry.EnabledFromEnv(otelOn, otelSet),
-		OTLPEndpoint: otlpEndpoint, Service: "code-runner", Version: o.Version, FlushInterval: o.TelemetryFlush, MetricInterval: o.TelemetryFlush, QueueFrames: o.TelemetryQueue, Log: log})
+		OTLPEndpoint: otlpEndpoint, Service: "code-runner", Version: o.Version, InstanceID: o.WorkerName, FlushInterval: o.TelemetryFlush, MetricInterval: o.TelemetryFlush, QueueFrames: o.TelemetryQueue, Log: log})
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
@@ -155,12 +155,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		o.Telemetry(tel)
 	}
 	// From here on the worker's log records also go out as OTLP logs,
-	// with the trace of the call they were written in.
+	// with the trace of the call they were written in — except what guests
+	// wrote, which stays in the worker's own log (localLog).
+	localLog := log
 	log = slog.New(tel.LogHandler(log.Handler()))
+	engineSrc.Log, fileSrc.Log = log, log
 	transport := Transport{Client: client, Tel: tel}
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
-		Owners:   &core.EngineOwners{Transport: transport, Self: o.WorkerName},
-		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log,
+		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName},
+		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
 		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
 	if err != nil {
 		return err
@@ -205,7 +208,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 
 	var watchErr chan error
 	if source == "file" {
-		fileSrc.Apply = func(c configsvc.Config) { _ = app.ApplyConfig(c, "config file") } // a refusal is logged
+		fileSrc.Apply = func(c configsvc.Config) { _ = app.ApplyConfig(context.Background(), c, "config file") } // a refusal is logged
 		watchErr = make(chan error, 1)
 		go func() { watchErr <- fileSrc.Watch(ctx) }()
 	} else {

@@ -24,10 +24,11 @@ import (
 )
 
 type served struct {
-	app    *App
-	logs   *syncbuf.Buffer
-	cancel context.CancelFunc
-	done   chan error
+	app      *App
+	logs     *syncbuf.Buffer
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	done     chan error
 }
 
 func envFrom(m map[string]string) func(string) (string, bool) {
@@ -79,12 +80,16 @@ func startServe(t testing.TB, e *iiitest.Engine, o ServeOptions) *served {
 	return s
 }
 
+// stop stops the worker and waits (up to 10 s) for Serve to return; a
+// second call returns at once.
 func (s *served) stop() {
-	s.cancel()
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-	}
+	s.stopOnce.Do(func() {
+		s.cancel()
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+		}
+	})
 }
 
 // waitLog waits until the worker's log contains want.

@@ -14,6 +14,7 @@ import (
 	"github.com/code-runner-go/code-runner/telemetry"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Publisher registers routed worker functions on the bus.
@@ -137,6 +138,11 @@ func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
 type Transport struct {
 	Client *iii.Client
 	Tel    *telemetry.Telemetry // nil: no spans
+	// Internal marks the worker's own queries of the engine (the
+	// ownership checks before a guest publishes): not guest calls, so not
+	// counted in code_runner.bridge.calls, and traced only as children of
+	// the call they serve — never as roots of their own.
+	Internal bool
 }
 
 // Refused counts a guest call the bridge refused (core.RefusalObserver).
@@ -150,7 +156,14 @@ var _ core.RefusalObserver = Transport{}
 // own whose context goes to the callee as traceparent and baggage. A
 // remote error (or the client's timeout) comes back as a *core.RemoteError.
 func (t Transport) Invoke(ctx context.Context, inv core.Invocation) (json.RawMessage, error) {
-	ctx, span := t.Tel.StartClient(ctx, inv.FunctionID, attribute.Int("code_runner.request_bytes", len(inv.Data)))
+	tel := t.Tel
+	if t.Internal {
+		if !trace.SpanContextFromContext(ctx).IsValid() {
+			tel = nil // no call to be part of: no span
+		}
+		t.Tel = nil // and no guest-call metrics
+	}
+	ctx, span := tel.StartClient(ctx, inv.FunctionID, attribute.Int("code_runner.request_bytes", len(inv.Data)))
 	tp, bg := telemetry.Inject(ctx)
 	res, err := t.Client.Invoke(ctx, iii.Call{FunctionID: inv.FunctionID, Data: inv.Data, Action: inv.Action, Timeout: inv.Timeout,
 		Traceparent: tp, Baggage: bg})

@@ -172,7 +172,7 @@ func (s *EngineSource) Fetch(ctx context.Context) (configsvc.Config, error) {
 	res, timedOut, err := s.call(ctx, "configuration::get", map[string]any{"id": s.EntryID})
 	if err != nil {
 		if code(err) == "NOT_FOUND" {
-			s.Log.Info("no configuration value found; using built-in defaults")
+			s.Log.InfoContext(ctx, "no configuration value found; using built-in defaults")
 			return configsvc.Defaults(), nil
 		}
 		if timedOut || code(err) == "function_not_found" {
@@ -187,7 +187,7 @@ func (s *EngineSource) Fetch(ctx context.Context) (configsvc.Config, error) {
 		return configsvc.Config{}, fmt.Errorf("configuration::get answered %s: %w", res, err)
 	}
 	if len(got.Value) == 0 || string(got.Value) == "null" {
-		s.Log.Info("no configuration value found; using built-in defaults")
+		s.Log.InfoContext(ctx, "no configuration value found; using built-in defaults")
 		return configsvc.Defaults(), nil
 	}
 	cfg, err := configsvc.FromJSON(got.Value)

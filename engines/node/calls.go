@@ -27,7 +27,7 @@ func (r *runtime) handleCall(m *hostproto.Msg) {
 	case "trigger":
 		r.trigger(m)
 	case "registerFunction":
-		r.reply(m.Call, nil, r.registerFunction(m.Args))
+		r.reply(m.Call, nil, r.registerFunction(r.callCtx(m.Task), m.Args))
 	case "unregisterFunction":
 		r.reply(m.Call, nil, r.unregisterFunction(m.Args))
 	case "registerTrigger":
@@ -37,7 +37,7 @@ func (r *runtime) handleCall(m *hostproto.Msg) {
 	case "unregisterTrigger":
 		r.reply(m.Call, nil, r.unregisterTrigger(m.Args))
 	case "registerTriggerType":
-		r.reply(m.Call, nil, r.registerTriggerType(m.Args))
+		r.reply(m.Call, nil, r.registerTriggerType(r.callCtx(m.Task), m.Args))
 	case "unregisterTriggerType":
 		r.reply(m.Call, nil, r.unregisterTriggerType(m.Args))
 	default:
@@ -52,14 +52,23 @@ type triggerArgs struct {
 	TimeoutMS  uint64          `json:"timeout_ms"`
 }
 
+// callCtx is the values (trace) of the call task serves: what the worker
+// does for a host call joins that call; detached work belongs to none.
+func (r *runtime) callCtx(task int64) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.taskValues[task]; c != nil {
+		return c
+	}
+	return context.Background() // detached work: no call
+}
+
 func (r *runtime) trigger(m *hostproto.Msg) {
 	var a triggerArgs
 	r.mu.Lock()
-	b, parent := r.bridge, r.taskValues[m.Task]
+	b := r.bridge
 	r.mu.Unlock()
-	if parent == nil {
-		parent = context.Background() // detached work: no call
-	}
+	parent := r.callCtx(m.Task)
 	if err := json.Unmarshal(m.Args, &a); err != nil {
 		core.NoteRefusal(parent, r.e.opts.Transport, "")
 		r.reply(m.Call, nil, fmt.Errorf("malformed iii request: %v", err))
@@ -110,14 +119,14 @@ func (r *runtime) checkIDAndDescription(id string, description *string) error {
 // checkOthers refuses an id that belongs to others (reserved prefixes, the
 // deny-list, another worker's function or trigger type). An id this worker
 // already holds is its own.
-func (r *runtime) checkOthers(what, id string) error {
+func (r *runtime) checkOthers(ctx context.Context, what, id string) error {
 	if err := core.CheckOwnID(what, id); err != nil {
 		return errors.New(err.Text)
 	}
 	if what != core.WhatTriggerType && r.e.opts.Registry.FunctionOwner(id) != "" {
 		return nil
 	}
-	if err := core.CheckNotServedElsewhere(context.Background(), r.e.opts.Owners, what, id); err != nil {
+	if err := core.CheckNotServedElsewhere(ctx, r.e.opts.Owners, what, id); err != nil {
 		return errors.New(err.Text)
 	}
 	return nil
@@ -141,7 +150,7 @@ type registerArgs struct {
 }
 
 // registerFunction publishes a guest function (docs/behaviour.md#guest-iii-register).
-func (r *runtime) registerFunction(raw json.RawMessage) error {
+func (r *runtime) registerFunction(ctx context.Context, raw json.RawMessage) error {
 	var a registerArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return fmt.Errorf("malformed registration: %v", err)
@@ -168,7 +177,7 @@ func (r *runtime) registerFunction(raw json.RawMessage) error {
 	}
 	r.mu.Unlock()
 	if !held {
-		if err := r.checkOthers(core.WhatFunction, a.ID); err != nil {
+		if err := r.checkOthers(ctx, core.WhatFunction, a.ID); err != nil {
 			return err
 		}
 	}
@@ -324,7 +333,7 @@ func (r *runtime) unregisterTrigger(raw json.RawMessage) error {
 	return nil
 }
 
-func (r *runtime) registerTriggerType(raw json.RawMessage) error {
+func (r *runtime) registerTriggerType(ctx context.Context, raw json.RawMessage) error {
 	var a struct {
 		ID          string  `json:"id"`
 		Description *string `json:"description"`
@@ -337,7 +346,7 @@ func (r *runtime) registerTriggerType(raw json.RawMessage) error {
 	held := r.ttypes[a.ID]
 	r.mu.Unlock()
 	if !held {
-		if err := r.checkOthers(core.WhatTriggerType, a.ID); err != nil {
+		if err := r.checkOthers(ctx, core.WhatTriggerType, a.ID); err != nil {
 			return err
 		}
 	}

@@ -113,11 +113,11 @@ func (r *runtime) restart(ctx context.Context) error {
 	srcs := append([]nodeSource(nil), r.sources...)
 	r.mu.Unlock()
 	for _, s := range srcs {
-		dctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, cfg))
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RunBudget(0, cfg))
 		err := r.Define(dctx, s.def)
 		cancel()
 		if err != nil {
-			r.e.log.Warn("a registration source failed to replay after its isolate restarted", "namespace", r.namespace)
+			r.e.log.WarnContext(ctx, "a registration source failed to replay after its isolate restarted", "namespace", r.namespace)
 			r.mu.Lock()
 			r.broken[s.def.FunctionID] = strings.TrimPrefix(err.Error(), "code-runner::invalid_request: ")
 			r.mu.Unlock()

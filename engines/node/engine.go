@@ -55,14 +55,19 @@ type Options struct {
 	// guest wants to publish or bind (nil: no engine).
 	Owners core.Owners
 	Log    *slog.Logger
+	// LocalLog gets what guests wrote — console output of detached work and
+	// handlers, a host's stderr — at debug: the worker's own log, never
+	// telemetry (nil: Log, for a worker that exports none).
+	LocalLog *slog.Logger
 	// OnPoolBoot, when set, learns how long each pooled host took to boot.
 	OnPoolBoot func(time.Duration)
 }
 
 // Engine implements core.Engine for lang "node".
 type Engine struct {
-	opts Options
-	log  *slog.Logger
+	opts     Options
+	log      *slog.Logger
+	localLog *slog.Logger // guest text only: see Options.LocalLog
 
 	pool     *warmpool.Pool[*hostProc]
 	closed   atomic.Bool
@@ -90,7 +95,10 @@ func New(opts Options) (*Engine, error) {
 	if opts.Registry == nil {
 		opts.Registry = core.NewRegistry(nil)
 	}
-	e := &Engine{opts: opts, log: opts.Log.With("engine", "node"), hosts: map[*hostProc]bool{}}
+	if opts.LocalLog == nil {
+		opts.LocalLog = opts.Log
+	}
+	e := &Engine{opts: opts, log: opts.Log.With("engine", "node"), localLog: opts.LocalLog.With("engine", "node"), hosts: map[*hostProc]bool{}}
 	e.cfg.Store(opts.Config)
 	e.pool = newPool(e)
 	return e, nil
@@ -206,7 +214,7 @@ func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {
 func (e *Engine) config() *configsvc.Config { return &e.cfg.Load().Config }
 
 func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
-	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log)
+	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log, e.localLog)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +400,7 @@ func (r *runtime) hostExited() {
 }
 
 func (r *runtime) detachedLog(level, text string) {
-	r.e.log.Debug("detached console output", "logger", "code-runner::js", "level", level, "text", escapeControl(capsfilter.RedactRuntimeIDs(text)))
+	r.e.localLog.Debug("detached console output", "logger", "code-runner::js", "level", level, "text", escapeControl(capsfilter.RedactRuntimeIDs(text)))
 }
 
 func escapeControl(s string) string {

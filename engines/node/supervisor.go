@@ -20,11 +20,12 @@ import (
 
 // hostProc is one supervised isolate-host process.
 type hostProc struct {
-	cmd     *exec.Cmd
-	pid     int
-	heapMB  int64
-	filesOn bool // the prelude was built with iii.files
-	log     *slog.Logger
+	cmd      *exec.Cmd
+	pid      int
+	heapMB   int64
+	filesOn  bool // the prelude was built with iii.files
+	log      *slog.Logger
+	localLog *slog.Logger // guest-influenced text (stderr): the worker's own log only
 
 	stdout *os.File // read end of the host's stdout, closed after it exits
 
@@ -78,7 +79,7 @@ func hostEnv(extra []string) []string {
 }
 
 // spawnHost starts a host process and waits until its isolate exists.
-func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bool, log *slog.Logger) (*hostProc, error) {
+func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bool, log, localLog *slog.Logger) (*hostProc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = hostEnv(env)
 	cmd.SysProcAttr = hostSysProcAttr()
@@ -100,7 +101,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 		inW.Close()
 		return nil, err
 	}
-	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, wsem: make(chan struct{}, 1), stdin: inW, w: &hostproto.FrameWriter{W: inW},
+	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, localLog: localLog, wsem: make(chan struct{}, 1), stdin: inW, w: &hostproto.FrameWriter{W: inW},
 		waiters: map[int64]chan *hostproto.Msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
 	cmd.Stderr = &p.stderr
 	err = cmd.Start()
@@ -267,7 +268,7 @@ func (p *hostProc) classify(err error) string {
 		}
 	}
 	if tail != "" {
-		p.log.Debug("isolate host exited", "stderr", tail)
+		p.localLog.Debug("isolate host exited", "stderr", tail) // may quote guest text: never exported
 	}
 	return "engine"
 }

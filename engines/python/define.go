@@ -22,7 +22,7 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 	defer r.releaseTurn()
 	frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": def.Source, "id": def.FunctionID, "namespace": r.namespace})
 	res := r.runTurn(ctx, frame, nil)
-	r.afterKill(res)
+	r.afterKill(ctx, res)
 	if res.err != nil {
 		return res.err
 	}
@@ -89,7 +89,7 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 		}
 		frame, _ := jsonx.Marshal(map[string]any{"kind": "invoke", "id": id, "payload": payload, "namespace": r.namespace})
 		res := r.runTurn(ictx, frame, nil)
-		r.afterKill(res)
+		r.afterKill(ictx, res)
 		if res.err != nil {
 			return nil, res.err
 		}

@@ -88,7 +88,7 @@ func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error)
 	defer r.releaseTurn()
 	frame, _ := jsonx.Marshal(map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace})
 	res := r.runTurn(ctx, frame, ex.Bridge)
-	r.afterKill(res)
+	r.afterKill(ctx, res)
 	if res.err != nil {
 		return core.Outcome{}, res.err
 	}
@@ -111,13 +111,13 @@ func (r *pyRuntime) isNamespaceRuntime() bool {
 // afterKill applies docs/behaviour.md#runtimes-kills for a /work overflow: a run runtime is
 // destroyed (and tombstoned by its owner); a namespace runtime's /work is
 // emptied and it restarts with replay on next use.
-func (r *pyRuntime) afterKill(res turnResult) {
+func (r *pyRuntime) afterKill(ctx context.Context, res turnResult) {
 	if !res.diskOver {
 		return
 	}
 	if r.isNamespaceRuntime() {
 		if err := wipe(r.workDir); err != nil {
-			r.e.log.Warn("a namespace's /work could not be emptied after it went over its budget", "namespace", r.namespace, "err", err)
+			r.e.log.WarnContext(ctx, "a namespace's /work could not be emptied after it went over its budget", "namespace", r.namespace, "err", err)
 		}
 		return
 	}
@@ -180,17 +180,17 @@ func (r *pyRuntime) interpreter(ctx context.Context) (*interp, error) {
 	r.ip = ip
 	srcs := append([]source(nil), r.sources...)
 	r.mu.Unlock()
-	r.replay(srcs)
+	r.replay(ctx, srcs)
 	return ip, nil
 }
 
 // replay re-runs the namespace's registration sources in order on a fresh
 // interpreter (docs/behaviour.md#register-namespace-lifetime), each under default_timeout_ms.
-func (r *pyRuntime) replay(srcs []source) {
+func (r *pyRuntime) replay(ctx context.Context, srcs []source) {
 	for _, s := range srcs {
-		ctx, cancel := context.WithTimeout(context.Background(), core.RunBudget(0, r.e.config()))
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RunBudget(0, r.e.config()))
 		frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": s.code, "id": s.id, "namespace": r.namespace})
-		res := r.runTurnOn(ctx, r.ip, frame, nil)
+		res := r.runTurnOn(rctx, r.ip, frame, nil)
 		cancel()
 		r.mu.Lock()
 		switch {
@@ -203,7 +203,7 @@ func (r *pyRuntime) replay(srcs []source) {
 		}
 		r.mu.Unlock()
 		if res.err != nil || res.failure != "" {
-			r.e.log.Warn("a registration source failed to replay after its interpreter restarted", "namespace", r.namespace)
+			r.e.log.WarnContext(ctx, "a registration source failed to replay after its interpreter restarted", "namespace", r.namespace)
 		}
 		if res.killed {
 			// The interpreter died while replaying; the rest replays on next use.
@@ -253,7 +253,7 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 	defer r.e.watchLong()()
 	if err := ip.out.empty(); err != nil {
 		// What is left is this runtime's own from its last turn.
-		r.e.log.Warn("python /out could not be emptied before a turn", "err", err)
+		r.e.log.WarnContext(ctx, "python /out could not be emptied before a turn", "err", err)
 	}
 	ip.resetMemoryDenied()
 	var stdout, stderr capture

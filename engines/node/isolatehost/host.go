@@ -816,7 +816,11 @@ func (h *host) trigger(arg string) nativeResult {
 func (h *host) syncCall(op, arg string) nativeResult {
 	h.nextCall++
 	id := h.nextCall
-	h.send(&hostproto.Msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg))})
+	var task int64 // the call it serves, so the worker's own work for it joins that call's trace
+	if tk := h.currentTask(); tk != nil {
+		task = tk.id
+	}
+	h.send(&hostproto.Msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg)), Task: task})
 	// Wait here, inside the native callback, reading the pipe ourselves;
 	// everything else that arrives meanwhile is handled afterwards, in order.
 	deadline := time.Now().Add(10 * time.Second)
