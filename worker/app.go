@@ -16,6 +16,7 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node"
 	"github.com/code-runner-go/code-runner/engines/python"
+	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/ui"
 )
 
@@ -31,6 +32,9 @@ type App struct {
 	Node       *node.Engine
 	Python     *python.Engine
 	Log        *slog.Logger
+	// Dirs holds the worker's own directory under each temporary root;
+	// every tenant directory is made inside it (internal/tenantdirs).
+	Dirs *tenantdirs.Dirs
 
 	// UI serves the console assets.
 	UI *ui.Store
@@ -76,7 +80,7 @@ func NewApp(o AppOptions) (*App, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log}
+	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log, Dirs: tenantdirs.New()}
 	a.Router = core.NewRouter(o.Transport, o.Log)
 	a.Router.Reconfigure(a.Store.Load())
 	// Guest functions are routes too: published through the router, so a
@@ -91,13 +95,13 @@ func NewApp(o AppOptions) (*App, error) {
 		}
 		return func(d time.Duration) { o.OnPoolBoot(lang, d) }
 	}
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, LocalLog: o.LocalLog, Owners: o.Owners,
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, LocalLog: o.LocalLog, Owners: o.Owners, Dirs: a.Dirs,
 		OnPoolBoot: poolBoot("node")})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
 	a.Node = ne
-	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir,
+	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir, Dirs: a.Dirs,
 		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
@@ -132,6 +136,25 @@ func (a *App) Close() {
 	a.Namespaces.DestroyAll()
 	a.Node.Close()
 	a.Python.Close()
+	if err := a.Dirs.Close(); err != nil {
+		a.Log.Warn("could not remove the worker's tenant directories", "err", err)
+	}
+}
+
+// SweepDeadWorkers removes the tenant directories of workers that are no
+// longer running — killed, so they never removed their own — under the
+// live scratch_root and the system's temporary directory, at once and then
+// every interval until ctx ends. A live worker's directories are never
+// touched (internal/tenantdirs).
+func (a *App) SweepDeadWorkers(ctx context.Context, interval time.Duration) {
+	for {
+		tenantdirs.Sweep(a.Log, a.Store.Load().Config.ScratchRootOrEmpty(), "")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
 }
 
 // ErrLocalOnly is the refusal of local mode for non code-runner functions.

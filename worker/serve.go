@@ -66,6 +66,10 @@ func NoEngineMessage(url string) string {
 		"To try code without an engine: code-runner run --lang python --code 'result = 1 + 1'"
 }
 
+// deadWorkerSweep is how often a worker looks for the tenant directories
+// of workers that were killed (besides once at start).
+const deadWorkerSweep = 10 * time.Minute
+
 // preGenerateHook is the harness trigger type code-runner binds (docs/behaviour.md#harness-pre-generate-hook).
 const preGenerateHook = "harness::hook::pre-generate"
 
@@ -220,6 +224,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		go rl.Refresh(ctx)
 	}
 	go app.Sweeper().Run(ctx)
+	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
 	live := app.Store.Load().Config
 	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", app.Python.State(), "config", label)
 	if o.Ready != nil {

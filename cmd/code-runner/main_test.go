@@ -365,14 +365,7 @@ func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	env := append(os.Environ(), "TMPDIR="+tmp)
-	listTmp := func() []string {
-		entries, _ := os.ReadDir(tmp)
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		return names
-	}
+	listTmp := func() []string { return listTree(tmp) }
 	for _, tc := range []struct{ lang, code string }{
 		{"python", "import os\nos.makedirs('/work/d')\nopen('/work/d/x', 'wb').write(b'x' * 1000000)\nresult = os.listdir('/work')"},
 		{"node", "iii.files.write('x.txt', 'x'.repeat(100000)); return iii.files.list()"},
@@ -432,7 +425,7 @@ func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
 			t.Fatalf("%v: %s %+v %v\n%s", req, out, eb, err, stderr.String())
 		}
 	}
-	if err := e.WaitUntil(ctx, func() bool { return len(listTmp()) >= 2 }); err != nil {
+	if err := e.WaitUntil(ctx, func() bool { return len(listTmp()) >= 3 }); err != nil { // the worker's own directory and the kept runtimes' inside it
 		t.Fatalf("the kept runtimes' directories never appeared in $TMPDIR: %v", listTmp())
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -441,6 +434,104 @@ func TestNoTenantFilesOutliveTheProcess(t *testing.T) {
 	}
 	if left := listTmp(); len(left) != 0 {
 		t.Fatalf("after serve stopped: %v left in $TMPDIR", left)
+	}
+}
+
+// listTree lists the paths under dir, two levels deep, relative to it.
+func listTree(dir string) []string {
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+		if e.IsDir() {
+			inner, _ := os.ReadDir(filepath.Join(dir, e.Name()))
+			for _, i := range inner {
+				names = append(names, filepath.Join(e.Name(), i.Name()))
+			}
+		}
+	}
+	return names
+}
+
+// A worker killed with SIGKILL cannot remove its tenants' files; the next
+// worker that starts on the same temporary directory removes them, and
+// never the files of a worker that is still running.
+func TestAKilledWorkersTenantFilesAreRemovedByTheNext(t *testing.T) {
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	start := func(name string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, "serve", "--url", e.URL(), "--config-source", "file", "--config-file", filepath.Join(t.TempDir(), "none.yaml"))
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "III_WORKER_NAME="+name)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		if err := e.WaitUntil(ctx, func() bool { _, err := e.WaitWorker(ctx, name); return err == nil && e.HasFunction("code-runner::inject-guidance") }); err != nil {
+			t.Fatalf("%s never registered: %v\n%s", name, err, stderr.String())
+		}
+		return cmd, &stderr
+	}
+	workerDirs := func() []string {
+		var dirs []string
+		for _, n := range listTree(tmp) {
+			if !strings.Contains(n, string(filepath.Separator)) {
+				dirs = append(dirs, n)
+			}
+		}
+		return dirs
+	}
+	a, aErr := start("cr-killed")
+	for _, req := range []map[string]any{
+		{"lang": "python", "keep": true, "code": "open('/work/kept', 'w').write('k' * 100000)"},
+		{"lang": "node", "keep": true, "code": "iii.files.write('kept.txt', 'k')"},
+	} {
+		if out, eb, err := e.Invoke(ctx, "code-runner::run", req, nil); err != nil || eb != nil {
+			t.Fatalf("%v: %s %+v %v\n%s", req, out, eb, err, aErr.String())
+		}
+	}
+	killed := workerDirs()
+	if len(killed) != 1 || len(listTree(tmp)) < 3 {
+		t.Fatalf("the worker's files: %v", listTree(tmp))
+	}
+	_ = a.Process.Signal(syscall.SIGKILL)
+	_ = a.Wait()
+	if got := workerDirs(); len(got) != 1 || got[0] != killed[0] {
+		t.Fatalf("after SIGKILL: %v", got)
+	}
+	// A second worker starts: the killed one's files go, its own stay.
+	b, bErr := start("cr-next")
+	if err := e.WaitUntil(ctx, func() bool { d := workerDirs(); return len(d) >= 1 && !contains(d, killed[0]) }); err != nil {
+		t.Fatalf("the killed worker's files were never removed: %v\n%s", listTree(tmp), bErr.String())
+	}
+	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "keep": true, "code": "open('/work/b', 'w').write('b')"}, nil); err != nil || eb != nil {
+		t.Fatalf("%+v %v", eb, err)
+	}
+	live := workerDirs()
+	// A third worker's start-up sweep leaves the running second one alone.
+	c, cErr := start("cr-third")
+	if _, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"lang": "python", "keep": true, "code": "open('/work/c', 'w').write('c')"}, nil); err != nil || eb != nil {
+		t.Fatalf("%+v %v\n%s", eb, err, cErr.String())
+	}
+	for _, d := range live {
+		if !contains(workerDirs(), d) {
+			t.Fatalf("a live worker's directory %s was removed: %v", d, listTree(tmp))
+		}
+	}
+	for _, cmd := range []*exec.Cmd{b, c} {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	if left := listTree(tmp); len(left) != 0 {
+		t.Fatalf("after both stopped: %v left", left)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
 
@@ -55,6 +56,11 @@ type Options struct {
 	// guest wants to publish or bind (nil: no engine).
 	Owners core.Owners
 	Log    *slog.Logger
+	// Dirs, when set, holds the worker's own directory under each
+	// temporary root: scratch directories are named inside it, so a worker
+	// that starts after this one was killed can remove them
+	// (internal/tenantdirs). Nil: directly under the root.
+	Dirs *tenantdirs.Dirs
 	// LocalLog gets what guests wrote — console output of detached work and
 	// handlers, a host's stderr — at debug: the worker's own log, never
 	// telemetry (nil: Log, for a worker that exports none).
@@ -280,7 +286,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		// first write (see scratch.ensure). Creating it eagerly cost a
 		// filesystem round trip on every one-shot run, almost none of which
 		// touch iii.files.
-		dir, err := scratchPath(cfg.ScratchRootOrEmpty())
+		dir, err := e.scratchPath(cfg.ScratchRootOrEmpty())
 		if err != nil {
 			r.Destroy()
 			return nil, core.AsError(err, core.FnRun)
@@ -658,10 +664,17 @@ func (r *runtime) reply(call int64, value json.RawMessage, err error) {
 }
 
 // scratchPath names a new scratch directory under root (the system temp
-// directory when root is ""): a random name, never derived from a runtime id.
-func scratchPath(root string) (string, error) {
+// directory when root is ""), inside the worker's own directory there when
+// the engine has Dirs: a random name, never derived from a runtime id.
+func (e *Engine) scratchPath(root string) (string, error) {
 	if root == "" {
 		root = os.TempDir()
+	}
+	if e.opts.Dirs != nil {
+		var err error
+		if root, err = e.opts.Dirs.Under(root); err != nil {
+			return "", err
+		}
 	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {

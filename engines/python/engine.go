@@ -28,6 +28,7 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
+	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 	"github.com/code-runner-go/code-runner/internal/wasmloops"
 )
@@ -54,6 +55,11 @@ type Options struct {
 	// snapshot (RuntimeOptions.Config, the guest route's budget).
 	Config *configsvc.Snapshot
 	Log    *slog.Logger
+	// Dirs, when set, holds the worker's own directory under each
+	// temporary root: every /work (and its /out) is made inside it, so a
+	// worker that starts after this one was killed can remove them
+	// (internal/tenantdirs). Nil: directly under the root.
+	Dirs *tenantdirs.Dirs
 	// CacheDir overrides the compilation cache directory (default
 	// $XDG_CACHE_HOME/code-runner or ~/.cache/code-runner); "-" disables it.
 	CacheDir string
@@ -412,7 +418,14 @@ func tempRoot(c *configsvc.Config) string {
 
 // newWorkDir creates a private, empty /work on the host.
 func (e *Engine) newWorkDir(c *configsvc.Config) (string, error) {
-	dir, err := os.MkdirTemp(tempRoot(c), "iii-python-work-")
+	root := tempRoot(c)
+	if e.opts.Dirs != nil {
+		var err error
+		if root, err = e.opts.Dirs.Under(root); err != nil {
+			return "", fmt.Errorf("create /work: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp(root, "iii-python-work-")
 	if err != nil {
 		return "", fmt.Errorf("create /work: %w", err)
 	}
