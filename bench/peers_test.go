@@ -29,6 +29,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // workloads are the python compute figures: each sets result.
@@ -462,5 +464,17 @@ func (t *table) chart(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return p.Save(9*vg.Inch, vg.Length(len(pts))*0.28*vg.Inch+vg.Inch, path)
+	// Drawn inside a margin: the plot places its title and the longest
+	// labels flush with the canvas edge, where they were clipped.
+	c := vgimg.PngCanvas{Canvas: vgimg.New(10*vg.Inch, vg.Length(len(pts))*0.28*vg.Inch+1.5*vg.Inch)}
+	p.Draw(draw.Crop(draw.New(c), 0.3*vg.Inch, -0.2*vg.Inch, 0.1*vg.Inch, -0.3*vg.Inch))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
