@@ -22,6 +22,7 @@ import (
 // by its context.
 type Sink struct {
 	url     string
+	shown   string // url as logged: its query (a token, say) withheld
 	log     *slog.Logger
 	queue   chan []byte
 	dropped atomic.Int64
@@ -47,9 +48,23 @@ func OtelURL(engineURL string) (string, error) {
 	return u.String(), nil
 }
 
+// withoutQuery is raw with its query string, which may carry a token,
+// replaced by "…" for the log.
+func withoutQuery(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.User = nil
+	return u.String()
+}
+
 // NewSink starts a sink for url with room for capacity queued frames.
 func NewSink(url string, capacity int, log *slog.Logger) *Sink {
-	s := &Sink{url: url, log: log, queue: make(chan []byte, capacity), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Sink{url: url, shown: withoutQuery(url), log: log, queue: make(chan []byte, capacity), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
 }
@@ -158,7 +173,7 @@ func (s *Sink) run() {
 			}
 			if !down {
 				down = true
-				s.log.Warn("telemetry: the engine's /otel socket is not reachable; spans, metrics and log records wait in a bounded queue and are dropped when it is full, until it answers", "url", s.url, "err", err)
+				s.log.Warn("telemetry: the engine's /otel socket is not reachable; spans, metrics and log records wait in a bounded queue and are dropped when it is full, until it answers", "url", s.shown, "err", err)
 			}
 			select {
 			case <-time.After(backoff):
@@ -169,7 +184,7 @@ func (s *Sink) run() {
 		}
 		if down {
 			down = false
-			s.log.Warn("telemetry: the engine's /otel socket answers again; export resumed", "url", s.url, "dropped_so_far", s.dropped.Load())
+			s.log.Warn("telemetry: the engine's /otel socket answers again; export resumed", "url", s.shown, "dropped_so_far", s.dropped.Load())
 		}
 		backoff = 100 * time.Millisecond
 		if s.pump(c) {

@@ -207,3 +207,10 @@ func TestSinkWarnsOnceWhenTheSocketIsDownAndWhenItRecovers(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// What the sink logs of its URL never carries the query (a token).
+func TestSinkLogsTheURLWithoutItsQuery(t *testing.T) {
+	if got := withoutQuery("ws://u:p@h:1/otel?token=secret"); strings.Contains(got, "secret") || strings.Contains(got, "p@") || !strings.HasPrefix(got, "ws://h:1/otel") {
+		t.Fatalf("%q", got)
+	}
+}
