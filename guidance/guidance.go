@@ -4,6 +4,8 @@
 // decode the harness event and encode the Response.
 package guidance
 
+import "strings"
+
 // Text is the guidance paragraph appended after the base prompt.
 const Text = "code-runner gives you a sandbox for quick calculations, reshaping data and small glue scripts, so reach for it before writing a throwaway shell script. " +
 	"Call code-runner::run with {lang, code}; the sandbox has no network, cannot see the host filesystem and has no packages. " +
@@ -27,12 +29,14 @@ type Response struct {
 	Mutations Mutations `json:"mutations"`
 }
 
-// Apply returns the pre_generate answer for base, the system prompt so far.
-// When disabled, or when base is empty, it answers the no-op
-// {"mutations": {}}; otherwise the full replacement prompt base + "\n\n" +
-// Text.
-func Apply(base string, enabled bool) Response {
-	if !enabled || base == "" {
+// Apply returns the pre_generate answer for base, the system prompt so far:
+// the full replacement prompt base + "\n\n" + Text, or the no-op
+// {"mutations": {}} when base is empty or already ends with Text. The
+// second makes the hook idempotent: a prompt that went through it once —
+// a second binding of the hook, from a second worker for a moment, say —
+// is not given the guidance twice.
+func Apply(base string) Response {
+	if base == "" || strings.HasSuffix(strings.TrimRight(base, " \t\r\n"), Text) {
 		return Response{}
 	}
 	p := base + "\n\n" + Text

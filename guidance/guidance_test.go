@@ -30,26 +30,39 @@ func TestTextHasEveryRequiredFact(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
+	once := "You are helpful.\n\n" + Text
 	tests := []struct {
-		name    string
-		base    string
-		enabled bool
-		want    string
+		name string
+		base string
+		want string
 	}{
-		{"disabled is a no-op", "You are helpful.", false, `{"mutations":{}}`},
-		{"empty base is a no-op", "", true, `{"mutations":{}}`},
+		{"empty base is a no-op", "", `{"mutations":{}}`},
+		{"a prompt that already ends with the guidance is a no-op", once, `{"mutations":{}}`},
+		{"trailing white space after the guidance is still the guidance", once + "\n ", `{"mutations":{}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, _ := json.Marshal(Apply(tc.base, tc.enabled))
+			b, _ := json.Marshal(Apply(tc.base))
 			if string(b) != tc.want {
 				t.Fatalf("got %s", b)
 			}
 		})
 	}
 	t.Run("appends after a blank line", func(t *testing.T) {
-		r := Apply("You are helpful.", true)
-		if r.Mutations.SystemPrompt == nil || *r.Mutations.SystemPrompt != "You are helpful.\n\n"+Text {
+		r := Apply("You are helpful.")
+		if r.Mutations.SystemPrompt == nil || *r.Mutations.SystemPrompt != once {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("applied twice, the guidance is there once", func(t *testing.T) {
+		first := Apply("You are helpful.")
+		if second := Apply(*first.Mutations.SystemPrompt); second.Mutations.SystemPrompt != nil {
+			t.Fatalf("the second pass changed the prompt: %q", *second.Mutations.SystemPrompt)
+		}
+	})
+	t.Run("guidance quoted mid-prompt is appended again", func(t *testing.T) {
+		r := Apply(once + "\n\nMore instructions.")
+		if r.Mutations.SystemPrompt == nil || strings.Count(*r.Mutations.SystemPrompt, Text) != 2 {
 			t.Fatalf("%+v", r)
 		}
 	})

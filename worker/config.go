@@ -36,7 +36,7 @@ func guidanceStage(next core.Handler) core.Handler {
 		if ev.Generate.SystemPrompt == "" {
 			return next(ctx, call)
 		}
-		return guidance.Apply(ev.Generate.SystemPrompt, true), nil
+		return guidance.Apply(ev.Generate.SystemPrompt), nil
 	}
 }
 
