@@ -99,6 +99,9 @@ func (r *runtime) restart(ctx context.Context) error {
 	cfg := r.e.config()
 	p, err := r.e.spawn(ctx, r.heapMB, r.filesCfg != nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return core.ErrTimeout() // the call's budget ran out before a host was up
+		}
 		return core.AsError(err, core.FnRegisterFunction)
 	}
 	p.mu.Lock()
