@@ -351,6 +351,22 @@ func (q *stdinQueue) close() {
 	q.mu.Unlock()
 }
 
+// whileParked runs fn while the guest is held blocked in Read with nothing
+// queued: the guest cannot leave Read — not even to end on a kill, which
+// closes its module and descriptor table — until fn returns. It returns
+// errNotParked, without running fn, when the guest is not parked.
+func (q *stdinQueue) whileParked(fn func() error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.waiting || len(q.buf) != 0 || q.closed {
+		return errNotParked
+	}
+	return fn()
+}
+
+// errNotParked: the interpreter is not blocked waiting for its next frame.
+var errNotParked = errors.New("interpreter is not parked")
+
 // blocked reports whether the guest is blocked reading with nothing queued.
 func (q *stdinQueue) blocked() bool {
 	q.mu.Lock()
@@ -430,7 +446,7 @@ func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: no linear memory of ours", errNotSnapshottable)
 	}
 	ip.open.keepOpen()
-	if err := ip.snapshotFDs(); err != nil {
+	if err := ip.stdin.whileParked(ip.snapshotFDs); err != nil {
 		return fmt.Errorf("%w: %v", errNotSnapshottable, err)
 	}
 	if err := lm.snapshot(); err != nil {
@@ -481,7 +497,7 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	}
 	// The descriptor table first: a tenant that closed or replaced a
 	// snapshot descriptor makes the interpreter go before any work.
-	if err := ip.restoreFDs(); err != nil {
+	if err := ip.stdin.whileParked(ip.restoreFDs); err != nil {
 		return err
 	}
 	if err := lm.restore(pagemapFD); err != nil {
