@@ -148,6 +148,7 @@ func (a *App) Close() {
 // touched (internal/tenantdirs).
 func (a *App) SweepDeadWorkers(ctx context.Context, interval time.Duration) {
 	for {
+		a.Dirs.Touch()
 		tenantdirs.Sweep(a.Log, a.Store.Load().Config.ScratchRootOrEmpty(), "")
 		select {
 		case <-ctx.Done():

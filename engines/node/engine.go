@@ -534,11 +534,13 @@ func (r *runtime) execOnce(ctx context.Context, m *hostproto.Msg) (*hostproto.Ms
 	}
 }
 
+// errNotStarted is a namespace task the host died before reading (its
+// detached work overran): it never ran, so exec may send it once more.
+var errNotStarted = core.ErrHostCrashed()
+
 // errKilledOutsideCall: the runtime died outside any call (its detached
 // work overran, or it was already dead). CodeExpired: core.RunService
 // answers a held id with ErrExpired(id) (contract §22a.9).
-var errNotStarted = core.ErrHostCrashed()
-
 func errKilledOutsideCall() *core.Error {
 	return core.Errorf(core.CodeExpired, "the runtime was killed outside any call")
 }

@@ -88,18 +88,20 @@ type Engine struct {
 	stdlib fs.FS // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
 	cache  wazero.CompilationCache
 
-	cfg      atomic.Pointer[configsvc.Snapshot] // the engine's configuration; Reconfigure moves it
-	mu       sync.Mutex
-	wr       *wasmRuntime // nil until boot compiled python.wasm
-	gate     chan struct{}
-	pool     *warmpool.Pool[*interp]
-	closed   bool
-	live     map[*interp]bool // every running interpreter
-	workDirs map[string]bool  // every /work created and not yet removed
-	bg       sync.WaitGroup   // background disposals; Close waits for them
-	freeing  bool             // a return of freed memory to the system is scheduled
-	pagemap  pagemapFile      // /proc/self/pagemap for every reset; closed by Close
-	BootTime time.Duration    // compile (or cache load) of the default runtime
+	cfg  atomic.Pointer[configsvc.Snapshot] // the engine's configuration; Reconfigure moves it
+	mu   sync.Mutex
+	wr   *wasmRuntime // nil until boot compiled python.wasm
+	gate chan struct{}
+	// openFiles counts the files every interpreter holds open together.
+	openFiles fileLimit
+	pool      *warmpool.Pool[*interp]
+	closed    bool
+	live      map[*interp]bool // every running interpreter
+	workDirs  map[string]bool  // every /work created and not yet removed
+	bg        sync.WaitGroup   // background disposals; Close waits for them
+	freeing   bool             // a return of freed memory to the system is scheduled
+	pagemap   pagemapFile      // /proc/self/pagemap for every reset; closed by Close
+	BootTime  time.Duration    // compile (or cache load) of the default runtime
 }
 
 // wasmRuntime is a wazero runtime with one memory cap and the module
@@ -171,6 +173,7 @@ func New(opts Options) *Engine {
 	}
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{},
 		gate: make(chan struct{}, maxExecuting)}
+	e.openFiles.max = workerOpenFiles()
 	e.cfg.Store(opts.Config)
 	go e.boot()
 	return e

@@ -29,11 +29,12 @@ import (
 // code reads it.
 var errNoFDTable = errors.New("wazero's descriptor table is not where this code reads it")
 
-// fdEntry is one open descriptor: its number, the identity of wazero's
-// entry for it, and the entry's name (the guest path of a preopen).
+// fdEntry is one open descriptor: its number, wazero's entry for it (held,
+// so the snapshot's entries stay alive and no new entry can take their
+// address), and the entry's name (the guest path of a preopen).
 type fdEntry struct {
 	fd    int32
-	entry uintptr
+	entry reflect.Value // *FileEntry
 	name  string
 }
 
@@ -89,7 +90,7 @@ func fdTable(mod api.Module) ([]fdEntry, error) {
 			if name.Kind() != reflect.String {
 				return nil, errNoFDTable
 			}
-			out = append(out, fdEntry{fd: int32(fd), entry: e.Pointer(), name: name.String()})
+			out = append(out, fdEntry{fd: int32(fd), entry: e, name: name.String()})
 		}
 	}
 	return out, nil
@@ -147,14 +148,14 @@ func (ip *interp) restoreFDs() error {
 	if err != nil {
 		return err
 	}
-	want := make(map[int32]uintptr, len(ip.fds))
+	want := make(map[int32]fdEntry, len(ip.fds))
 	for _, e := range ip.fds {
-		want[e.fd] = e.entry
+		want[e.fd] = e
 	}
 	kept := 0
 	for _, e := range now {
 		if w, ok := want[e.fd]; ok {
-			if w != e.entry {
+			if w.entry.Pointer() != e.entry.Pointer() || w.name != e.name {
 				return fmt.Errorf("descriptor %d (%q) is not the one snapshotted", e.fd, e.name)
 			}
 			kept++

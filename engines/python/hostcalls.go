@@ -105,52 +105,84 @@ func (r gatedReader) Read(p []byte) (int, error) {
 // temporarily unavailable": wazero's errno set has no EMFILE).
 const maxOpenFiles = 1024
 
-// fileLimit counts one interpreter's open files.
-type fileLimit struct{ n atomic.Int32 }
+// fileLimit counts open files against a maximum: one interpreter's
+// (maxOpenFiles), or all interpreters' together (workerOpenFiles, so
+// tenants together cannot take the worker's own descriptors).
+type fileLimit struct {
+	n   atomic.Int32
+	max int32
+}
 
-// limitedFS is a mount whose opens count against a fileLimit and pass the
-// interpreter's gate.
+// take counts one more open file, or reports false (counting nothing)
+// when that would pass the maximum.
+func (l *fileLimit) take() bool {
+	if l.n.Add(1) > l.max {
+		l.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (l *fileLimit) give() { l.n.Add(-1) }
+
+// limitedFS is a mount whose opens count against the interpreter's limit
+// and the worker's, and pass the interpreter's gate.
 type limitedFS struct {
 	experimentalsys.FS
-	limit *fileLimit
-	gate  *hostGate
+	limit  *fileLimit // the interpreter's
+	worker *fileLimit // every interpreter's together
+	gate   *hostGate
 }
 
 func (l *limitedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	l.gate.check()
-	if l.limit.n.Add(1) > maxOpenFiles {
-		l.limit.n.Add(-1)
+	if !l.limit.take() {
+		return nil, experimentalsys.EAGAIN
+	}
+	if !l.worker.take() {
+		l.limit.give()
 		return nil, experimentalsys.EAGAIN
 	}
 	f, errno := l.FS.OpenFile(path, flag, perm)
 	if errno != 0 {
-		l.limit.n.Add(-1)
+		l.limit.give()
+		l.worker.give()
 		return nil, errno
 	}
-	return &limitedFile{File: f, limit: l.limit, gate: l.gate}, 0
+	return &limitedFile{File: f, fs: l}, 0
 }
 
-// limitedFile gives its slot back once, when it is closed; its reads and
+// limitedFile gives its slots back once, when it is closed; its reads and
 // writes pass the gate in chunks.
 type limitedFile struct {
 	experimentalsys.File
-	limit *fileLimit
-	gate  *hostGate
-	once  sync.Once
+	fs   *limitedFS
+	once sync.Once
 }
 
 func (f *limitedFile) Close() experimentalsys.Errno {
 	errno := f.File.Close()
-	f.once.Do(func() { f.limit.n.Add(-1) })
+	f.once.Do(func() {
+		f.fs.limit.give()
+		f.fs.worker.give()
+	})
 	return errno
 }
 
+// Sync and Datasync do nothing: the guest's directories are thrown away
+// with the runtime, and a flush of hundreds of megabytes cannot be
+// interrupted by a kill.
+func (f *limitedFile) Sync() experimentalsys.Errno { f.fs.gate.check(); return 0 }
+
+// Datasync: see Sync.
+func (f *limitedFile) Datasync() experimentalsys.Errno { f.fs.gate.check(); return 0 }
+
 func (f *limitedFile) Read(p []byte) (int, experimentalsys.Errno) {
-	return f.gate.chunks(p, f.File.Read)
+	return f.fs.gate.chunks(p, f.File.Read)
 }
 
 func (f *limitedFile) Pread(p []byte, off int64) (int, experimentalsys.Errno) {
-	return f.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
+	return f.fs.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
 		n, errno := f.File.Pread(c, off)
 		off += int64(n)
 		return n, errno
@@ -158,11 +190,11 @@ func (f *limitedFile) Pread(p []byte, off int64) (int, experimentalsys.Errno) {
 }
 
 func (f *limitedFile) Write(p []byte) (int, experimentalsys.Errno) {
-	return f.gate.chunks(p, f.File.Write)
+	return f.fs.gate.chunks(p, f.File.Write)
 }
 
 func (f *limitedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
-	return f.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
+	return f.fs.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
 		n, errno := f.File.Pwrite(c, off)
 		off += int64(n)
 		return n, errno

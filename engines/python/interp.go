@@ -88,8 +88,9 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		work: newBudget(workDir, "/work", workMaxBytes, workMaxEntries),
 		out:  newBudget(outDir, "/out", outMaxBytes, outMaxEntries)}
 	ip.gate.killed = ip.killed
+	ip.files.max = maxOpenFiles
 	limited := func(fsys experimentalsys.FS) experimentalsys.FS {
-		return &limitedFS{FS: fsys, limit: &ip.files, gate: &ip.gate}
+		return &limitedFS{FS: fsys, limit: &ip.files, worker: &e.openFiles, gate: &ip.gate}
 	}
 	for _, b := range []*budget{ip.work, ip.out} {
 		b := b

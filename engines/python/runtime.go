@@ -592,12 +592,21 @@ func (r *pyRuntime) Destroy() []string {
 	// later, while the caller is already borrowing for its next call, and
 	// the pool took the two for two borrowers and grew for both.
 	// /work is emptied before Destroy returns — before teardown answers
-	// (contract §22a.10) — while its interpreter is parked and so cannot
-	// write to it; the directory then stays with that interpreter only if
-	// the reset below makes it pristine and the pool takes it, and is
-	// deleted otherwise. An interpreter that is not parked (killed, or
-	// inside a turn) is stopped first and /work deleted, here too.
-	if ip != nil && !ip.dead() && ip.stdin.blocked() {
+	// (contract §22a.10) — while its interpreter is parked between turns
+	// and so cannot write to it; the directory then stays with that
+	// interpreter only if the reset below makes it pristine and the pool
+	// takes it, and is deleted otherwise. An interpreter that is not
+	// parked between turns (killed, or inside a turn — a handler waiting in
+	// time.sleep is blocked on stdin too, but its turn goes on) is stopped
+	// first and /work deleted, here too: it is never reset under a turn.
+	idle := false
+	select {
+	case r.turn <- struct{}{}: // no turn holds the runtime; none can start (destroyed)
+		<-r.turn
+		idle = true
+	default:
+	}
+	if ip != nil && idle && !ip.dead() && ip.stdin.blocked() {
 		if err := ip.work.empty(); err != nil {
 			r.e.log.Warn("python /work could not be emptied at the end of its runtime; deleting it", "err", err)
 			ip.dispose()

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
@@ -136,12 +137,12 @@ func TestHostCallsEndTheInstanceAfterAKill(t *testing.T) {
 	g := &hostGate{killed: killed}
 	events := make(chan []byte, 1)
 	dir := t.TempDir()
-	fsys := &limitedFS{FS: newGuardedFS(newBudget(dir, "/work", 1<<20, 10), &openFiles{}), limit: &fileLimit{}, gate: &hostGate{killed: make(chan struct{})}}
+	fsys := &limitedFS{FS: newGuardedFS(newBudget(dir, "/work", 1<<20, 10), &openFiles{}), limit: &fileLimit{max: 8}, worker: &fileLimit{max: 8}, gate: &hostGate{killed: make(chan struct{})}}
 	f, errno := fsys.OpenFile("f", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
 	if errno != 0 {
 		t.Fatal(errno)
 	}
-	f.(*limitedFile).gate = g
+	fsys.gate = g // the kill comes after the open
 	for name, call := range map[string]func(){
 		"stdout": func() { _, _ = newStdoutScanner("s", events, g).Write([]byte("x")) },
 		"stderr": func() { _, _ = (&stderrWriter{gate: g}).Write([]byte("x")) },
@@ -165,6 +166,41 @@ func TestHostCallsEndTheInstanceAfterAKill(t *testing.T) {
 		}()
 	}
 	_ = f.Close()
+}
+
+// All interpreters together hold at most the worker's share of
+// descriptors: an open past it fails although the interpreter's own limit
+// has room, and a close gives the slot back.
+func TestOpenFilesAreCappedWorkerWide(t *testing.T) {
+	worker := &fileLimit{max: 3}
+	mount := func() *limitedFS {
+		return &limitedFS{FS: newGuardedFS(newBudget(t.TempDir(), "/work", 1<<20, 10), &openFiles{}), limit: &fileLimit{max: maxOpenFiles}, worker: worker, gate: &hostGate{killed: make(chan struct{})}}
+	}
+	a, b := mount(), mount()
+	var open []experimentalsys.File
+	for i, m := range []*limitedFS{a, b, a} {
+		f, errno := m.OpenFile(fmt.Sprint(i), experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
+		if errno != 0 {
+			t.Fatalf("open %d: %v", i, errno)
+		}
+		open = append(open, f)
+	}
+	if _, errno := b.OpenFile("x", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600); errno != experimentalsys.EAGAIN {
+		t.Fatalf("an open past the worker's share: %v, want EAGAIN", errno)
+	}
+	if b.limit.n.Load() != 1 {
+		t.Fatalf("a refused open stayed counted against its interpreter: %d", b.limit.n.Load())
+	}
+	_ = open[0].Close()
+	_ = open[0].Close() // a second close gives nothing back twice
+	if f, errno := b.OpenFile("x", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600); errno != 0 {
+		t.Fatalf("after a close: %v", errno)
+	} else {
+		_ = f.Close()
+	}
+	if worker.n.Load() != 2 {
+		t.Fatalf("the worker counts %d open files, want 2", worker.n.Load())
+	}
 }
 
 // A write of any size to stdout costs the worker at most a piece of it,
@@ -331,5 +367,50 @@ func TestWorkIsEmptiedBeforeTeardownAnswers(t *testing.T) {
 			}
 			r.eng.bg.Wait()
 		}
+	}
+}
+
+// A namespace torn down while one of its handlers waits in time.sleep —
+// blocked on stdin, but inside its turn — is not reset under that turn and
+// handed to the pool: its interpreter is stopped, the waiting call ends,
+// and the next one-shot is served, pristine, by another interpreter.
+func TestATeardownDuringAWaitingTurnNeverRecyclesItsInterpreter(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.call(t, "code-runner::register_function", map[string]any{"function_id": "slp::f", "lang": "python",
+		"source": "import time\nsecret = 'tenant A'\ndef handler(p):\n    time.sleep(3)\n    return secret"}); err != nil {
+		t.Fatal(err)
+	}
+	waitPooled(t, r)
+	done := make(chan error, 1)
+	go func() { _, err := r.bus.Invoke(t, "slp::f", `{}`); done <- err }()
+	// The interpreter inside a turn is the one capturing output.
+	var ip *interp
+	for ip == nil || !ip.stdin.blocked() || len(r.eng.gate) != 0 { // the handler sleeps: parked on stdin, no permit held
+		time.Sleep(10 * time.Millisecond)
+		r.eng.mu.Lock()
+		for live := range r.eng.live {
+			live.stdout.mu.Lock()
+			if live.stdout.out != nil {
+				ip = live
+			}
+			live.stdout.mu.Unlock()
+		}
+		r.eng.mu.Unlock()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := r.call(t, "code-runner::teardown", map[string]any{"namespace": "slp"}); err != nil {
+		t.Fatal(err)
+	}
+	if !ip.dead() {
+		t.Fatal("teardown answered with the waiting turn's interpreter still alive")
+	}
+	<-done
+	r.eng.bg.Wait()
+	res := r.mustRun(t, "result = globals().get('secret', 'fresh')")
+	if string(res.Result) != `"fresh"` {
+		t.Fatalf("%s", res.Result)
 	}
 }

@@ -61,8 +61,9 @@ func (d *Dirs) Under(root string) (string, error) {
 		return "", errors.New("the worker's tenant directories are closed")
 	}
 	if o := d.owned[root]; o != nil {
-		if _, err := os.Stat(o.dir); err == nil {
-			return o.dir, nil
+		_, err := os.Stat(o.dir)
+		if !errors.Is(err, os.ErrNotExist) {
+			return o.dir, nil // there (or unreadable for now: still ours, still locked)
 		}
 		// Someone removed it under us: make a new one.
 		_ = o.lock.Close()
@@ -75,9 +76,15 @@ func (d *Dirs) Under(root string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create the worker's directory under %s: %w", root, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o600)
+	// The lock is taken on a file of another name and only then renamed
+	// to lockName: a sweep never finds lockName unlocked while its owner
+	// lives.
+	lock, err := os.CreateTemp(dir, lockName+".new-")
 	if err == nil {
 		err = lockFile(lock, false)
+		if err == nil {
+			err = os.Rename(lock.Name(), filepath.Join(dir, lockName))
+		}
 		if err != nil {
 			_ = lock.Close()
 		}
@@ -88,6 +95,18 @@ func (d *Dirs) Under(root string) (string, error) {
 	}
 	d.owned[root] = &owned{dir: dir, lock: lock}
 	return dir, nil
+}
+
+// Touch refreshes the modification time of the worker's lock files, so a
+// system cleaner that ages out old files in the temporary directory
+// (systemd-tmpfiles, say) never takes the mark of a live worker.
+func (d *Dirs) Touch() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	for _, o := range d.owned {
+		_ = os.Chtimes(filepath.Join(o.dir, lockName), now, now)
+	}
 }
 
 // Close removes the worker's directories and everything in them, and
