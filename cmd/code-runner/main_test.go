@@ -475,7 +475,10 @@ func TestAKilledWorkersTenantFilesAreRemovedByTheNext(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		if err := e.WaitUntil(ctx, func() bool { _, err := e.WaitWorker(ctx, name); return err == nil && e.HasFunction("code-runner::inject-guidance") }); err != nil {
+		if err := e.WaitUntil(ctx, func() bool {
+			_, err := e.WaitWorker(ctx, name)
+			return err == nil && e.HasFunction("code-runner::inject-guidance")
+		}); err != nil {
 			t.Fatalf("%s never registered: %v\n%s", name, err, stderr.String())
 		}
 		return cmd, &stderr
