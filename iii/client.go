@@ -248,6 +248,13 @@ func (c *Client) WorkerID() string {
 	return c.workerID
 }
 
+// Connected reports whether the client has a connection now.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn != nil
+}
+
 // WaitConnected blocks until the client is connected or ctx ends.
 func (c *Client) WaitConnected(ctx context.Context) error {
 	for {

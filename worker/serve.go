@@ -50,6 +50,9 @@ type ServeOptions struct {
 	Procs *procs.Governor
 	// PythonLongTurn overrides python.DefaultLongTurn (tests).
 	PythonLongTurn time.Duration
+	// NameWait overrides how long a worker whose name another live worker
+	// reports waits for that one to go before refusing (tests).
+	NameWait time.Duration
 }
 
 // NoEngineMessage is said once when the first attempt to reach the engine
@@ -90,8 +93,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log, Admit: admit,
 		OnRejected: func(code, detail string) {
+			err := fmt.Errorf("the engine rejected this worker (%s): %s", code, detail)
+			if code == "WORKER_NAMESPACE_CONFLICT" {
+				err = fmt.Errorf("the engine rejected this worker (%s): %w", code, ErrDuplicateName(o.WorkerName))
+			}
 			select {
-			case fatal <- fmt.Errorf("the engine rejected this worker (%s): %s", code, detail):
+			case fatal <- err:
 			default:
 			}
 		},
@@ -192,6 +199,53 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			log.Info("python engine serving")
 		}
 	}()
+	// A second worker under a name another live worker has would take its
+	// ids over on a 0.22 engine: refused before anything is published
+	// (a 0.23 engine refuses the name itself, OnRejected above).
+	nameChecked := make(chan error, 1)
+	go func() {
+		if err := client.WaitConnected(ctx); err != nil {
+			return
+		}
+		wait := o.NameWait
+		if wait <= 0 {
+			wait = nameWait
+		}
+		taken, err := nameTaken(ctx, client, o.WorkerName, wait)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("could not ask the engine whether another worker has this worker's name; serving", "name", o.WorkerName, "err", err)
+		}
+		if taken {
+			nameChecked <- ErrDuplicateName(o.WorkerName)
+		} else {
+			nameChecked <- nil
+		}
+	}()
+	if client.Connected() {
+		select {
+		case err := <-nameChecked:
+			if err != nil {
+				return err
+			}
+		case err := <-fatal:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	} else {
+		go func() { // no engine yet: checked once it answers
+			select {
+			case err := <-nameChecked:
+				if err != nil {
+					select {
+					case fatal <- err:
+					default:
+					}
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
 	pub := &Publisher{Client: client, Router: app.Router, Log: log, Tel: tel}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
 	// The console UI: the content function, then one trigger per asset over

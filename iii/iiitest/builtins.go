@@ -71,7 +71,22 @@ func (e *Engine) workersRegister(ctx context.Context, caller *econn, data json.R
 		rt = *in.Runtime
 	}
 	e.mu.Lock()
-	caller.meta = workerMeta{Name: cleanText(in.Name), Runtime: rt, Version: in.Version, Description: cleanText(in.Description), OS: in.OS, Namespace: in.Namespace, PID: in.PID}
+	name := cleanText(in.Name)
+	if e.opts.Refusing && name != "" {
+		for _, other := range e.conns {
+			if other != caller && other.meta.Name == name && other.meta.Namespace == in.Namespace && other.live() {
+				e.mu.Unlock()
+				ns := in.Namespace
+				if ns == "" {
+					ns = "default"
+				}
+				caller.send(&iii.Frame{Type: iii.TypeRegistrationRejected, Code: "WORKER_NAMESPACE_CONFLICT", WorkerName: name, Namespace: ns, OwnerWorkerID: other.id})
+				go caller.closeAfterFlush()
+				return nil, &iii.ErrorBody{Code: "WORKER_NAMESPACE_CONFLICT", Message: fmt.Sprintf("worker name %q is already taken in namespace %q", name, ns)}
+			}
+		}
+	}
+	caller.meta = workerMeta{Name: name, Runtime: rt, Version: in.Version, Description: cleanText(in.Description), OS: in.OS, Namespace: in.Namespace, PID: in.PID}
 	for _, f := range e.functions {
 		if f.owner == caller {
 			f.workerName = caller.meta.Name

@@ -54,6 +54,15 @@ type Options struct {
 	DiscardFrames bool
 	// NoOtel answers /otel with 404, as an engine without telemetry would.
 	NoOtel bool
+	// Refusing makes the engine behave as a 0.23 engine does with
+	// duplicates (iii-wire §8.1, §10): a function id another live worker
+	// owns is refused with registrationrejected FUNCTION_NAMESPACE_CONFLICT
+	// and the first owner keeps it; a worker reporting a name another live
+	// worker of the same namespace holds gets WORKER_NAMESPACE_CONFLICT and
+	// its connection is closed. The default is 0.22's: the last writer wins
+	// and names are not leased. (Function ids are not keyed by namespace
+	// here in either mode.)
+	Refusing bool
 }
 
 // Recorded is one frame seen by the engine.
@@ -329,6 +338,29 @@ func (c *econn) writeLoop() {
 	}
 }
 
+// live reports whether the connection is open.
+func (c *econn) live() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.closed
+}
+
+// closeAfterFlush closes the connection once what is queued for it was
+// handed to the socket (at most a second): a rejection reaches the worker
+// before the close.
+func (c *econn) closeAfterFlush() {
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		empty := len(c.queue) == 0
+		c.mu.Unlock()
+		if empty {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	c.close()
+}
+
 func (c *econn) close() {
 	c.mu.Lock()
 	if c.closed {
@@ -440,6 +472,13 @@ func (c *econn) handle(b []byte) {
 	case iii.TypeRegisterFunction:
 		e.mu.Lock()
 		if old, ok := e.functions[f.ID]; ok && old.owner != nil && old.owner != c {
+			if e.opts.Refusing && old.owner.live() {
+				owner := old.owner.id
+				e.mu.Unlock()
+				c.send(&iii.Frame{Type: iii.TypeRegistrationRejected, Code: "FUNCTION_NAMESPACE_CONFLICT", FunctionID: f.ID,
+					Namespace: "default", OwnerWorkerID: owner})
+				return
+			}
 			e.log.Warn("iiitest: function id taken over by another worker (0.22: last writer wins)", "function_id", f.ID)
 		}
 		e.functions[f.ID] = &function{id: f.ID, owner: c, description: f.Description, requestFormat: nullToNil(f.RequestFormat),

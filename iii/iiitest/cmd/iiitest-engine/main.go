@@ -26,6 +26,7 @@ func main() {
 	withDemo := flag.Bool("demo-worker", false, "also connect the Go demo worker \"g\"")
 	enqueue := flag.Bool("in-memory-queue", false, "serve the enqueue action with an in-memory queue")
 	verbose := flag.Bool("v", false, "log engine activity to stderr")
+	version := flag.String("engine-version", "0.22", "duplicate handling of which engine: 0.22 (the last writer of an id wins) or 0.23 (a second owner of an id, or of a worker name, is refused)")
 	flag.Parse()
 
 	level := slog.LevelError
@@ -34,6 +35,14 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	opts := iiitest.Options{Logger: log, Addr: *addr}
+	switch *version {
+	case "0.22":
+	case "0.23":
+		opts.Refusing = true
+	default:
+		fmt.Fprintf(os.Stderr, "iiitest-engine: --engine-version %q is not one of 0.22, 0.23\n", *version)
+		os.Exit(2)
+	}
 	if *enqueue {
 		opts.Enqueue = iiitest.EnqueueInMemory
 	}
