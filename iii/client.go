@@ -304,6 +304,20 @@ func (c *Client) RegisterFunction(def FunctionDef, h Handler) {
 	c.sendLocked(functionFrame(def))
 }
 
+// Reregister sends the registration of each of ids that this client
+// serves once more. The engine may have dropped one it had: a 0.22 engine
+// gives an id to its last writer and drops it when that worker leaves; a
+// 0.23 engine refused it while another worker held it.
+func (c *Client) Reregister(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if fe := c.functions[id]; fe != nil {
+			c.sendLocked(functionFrame(fe.def))
+		}
+	}
+}
+
 // UnregisterFunction removes a function registration.
 func (c *Client) UnregisterFunction(id string) {
 	c.mu.Lock()

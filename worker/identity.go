@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/code-runner-go/code-runner/iii"
@@ -55,6 +56,62 @@ func nameTaken(ctx context.Context, client *iii.Client, name string, wait time.D
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// holdInterval is how often a worker checks that the ids every worker
+// serves (code-runner::run and the rest) still have a holder on the
+// engine: within it (plus a call) another worker takes them over when
+// their holder leaves (contract §24.3: within 5 s).
+const holdInterval = 2 * time.Second
+
+// holdSharedIDs keeps the shared ids served while ctx lives: every
+// interval it asks the engine (engine::functions::list) which of ids have
+// no holder and registers those again. On a 0.22 engine the last worker to
+// register an id holds it and the id goes when that worker leaves; on a
+// 0.23 engine the first holds it and the others' registrations were
+// refused. Either way the survivors register again and one of them holds
+// it.
+func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !client.Connected() {
+			continue // the client registers everything again when it reconnects
+		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::functions::list", Data: json.RawMessage(`{"prefix":"code-runner::","include_internal":true}`), Timeout: 5 * time.Second})
+		cancel()
+		if err != nil {
+			continue
+		}
+		var out struct {
+			Functions []struct {
+				FunctionID string `json:"function_id"`
+			} `json:"functions"`
+		}
+		if json.Unmarshal(res, &out) != nil {
+			continue
+		}
+		served := map[string]bool{}
+		for _, f := range out.Functions {
+			served[f.FunctionID] = true
+		}
+		var missing []string
+		for _, id := range ids {
+			if !served[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			log.Info("taking over the shared ids: no worker on the engine holds them any more", "ids", missing)
+			client.Reregister(missing...)
 		}
 	}
 }

@@ -53,6 +53,9 @@ type ServeOptions struct {
 	// NameWait overrides how long a worker whose name another live worker
 	// reports waits for that one to go before refusing (tests).
 	NameWait time.Duration
+	// HoldInterval overrides how often the worker checks that the shared
+	// ids still have a holder (holdInterval).
+	HoldInterval time.Duration
 }
 
 // NoEngineMessage is said once when the first attempt to reach the engine
@@ -277,6 +280,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: core.FnOnConfigChange, Config: cfgJSON})
 		go rl.Refresh(ctx)
 	}
+	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
+	if source != "file" {
+		shared = append(shared, core.FnOnConfigChange)
+	}
+	holdEvery := o.HoldInterval
+	if holdEvery <= 0 {
+		holdEvery = holdInterval
+	}
+	go holdSharedIDs(ctx, client, shared, holdEvery, log)
 	go app.Sweeper().Run(ctx)
 	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
 	live := app.Store.Load().Config
