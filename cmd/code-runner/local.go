@@ -39,14 +39,7 @@ Flags:
 // (docs/behaviour.md#process-cli). Exit 0 on a response, 1 on a
 // code-runner error, 2 on bad usage.
 func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envFunc) int {
-	fs := flag.NewFlagSet("code-runner run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprint(stdout, runUsage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	fs := newFlagSet("code-runner run", runUsage, stdout)
 	lang := fs.String("lang", "", "node or python (needed with --code, --file or -; a FILE argument's extension .py, .js or .mjs tells it)")
 	code := fs.String("code", "", "the code to run")
 	file := fs.String("file", "", "read the code from this file")

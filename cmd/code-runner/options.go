@@ -55,14 +55,7 @@ func firstEnv(env envFunc, names ...string) (string, string) {
 // (--help, -h) goes to stdout and returns flag.ErrHelp; a bad flag is a
 // usageError whose text names the fix, and nothing else is printed.
 func parseOptions(name string, args []string, env envFunc, stdout io.Writer) (*options, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprint(stdout, topUsage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	fs := newFlagSet(name, topUsage, stdout)
 	var o options
 	var logLevel string
 	fs.StringVar(&o.URL, "url", "", "engine WebSocket URL (env III_URL, then III_ENGINE_URL; default "+defaultURL+")")
@@ -126,6 +119,21 @@ func parseOptions(name string, args []string, env envFunc, stdout io.Writer) (*o
 		return nil, usagef("--config-file is empty; pass a path such as %s", defaultConfigFile)
 	}
 	return &o, nil
+}
+
+// newFlagSet returns a flag set that prints nothing on a bad flag (the
+// caller says what to fix) and, on --help, usage and then the flags to
+// stdout.
+func newFlagSet(name, usage string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
 }
 
 func parseLevel(s string) (slog.Level, bool) {

@@ -182,11 +182,17 @@ func (f *limitedFile) Read(p []byte) (int, experimentalsys.Errno) {
 }
 
 func (f *limitedFile) Pread(p []byte, off int64) (int, experimentalsys.Errno) {
-	return f.fs.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
-		n, errno := f.File.Pread(c, off)
+	return f.fs.gate.chunks(p, atOffset(f.File.Pread, off))
+}
+
+// atOffset turns a positional read or write into one over consecutive
+// pieces starting at off.
+func atOffset(fn func([]byte, int64) (int, experimentalsys.Errno), off int64) func([]byte) (int, experimentalsys.Errno) {
+	return func(c []byte) (int, experimentalsys.Errno) {
+		n, errno := fn(c, off)
 		off += int64(n)
 		return n, errno
-	})
+	}
 }
 
 func (f *limitedFile) Write(p []byte) (int, experimentalsys.Errno) {
@@ -194,9 +200,5 @@ func (f *limitedFile) Write(p []byte) (int, experimentalsys.Errno) {
 }
 
 func (f *limitedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
-	return f.fs.gate.chunks(p, func(c []byte) (int, experimentalsys.Errno) {
-		n, errno := f.File.Pwrite(c, off)
-		off += int64(n)
-		return n, errno
-	})
+	return f.fs.gate.chunks(p, atOffset(f.File.Pwrite, off))
 }
