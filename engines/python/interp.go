@@ -498,10 +498,15 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	}
 	// The descriptor table first: a tenant that closed or replaced a
 	// snapshot descriptor makes the interpreter go before any work.
-	if err := ip.stdin.whileParked(ip.restoreFDs); err != nil {
-		return err
-	}
-	if err := lm.restore(pagemapFD); err != nil {
+	// Both restores run with the guest held in its stdin read: a kill
+	// meanwhile (the engine closing, say) waits for them instead of closing
+	// the module's table and memory underneath.
+	if err := ip.stdin.whileParked(func() error {
+		if err := ip.restoreFDs(); err != nil {
+			return err
+		}
+		return lm.restore(pagemapFD)
+	}); err != nil {
 		return err
 	}
 	ip.open.closeOpened() // a backstop: restoreFDs closed every file the tenant opened
