@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -288,6 +289,17 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 	case req.RuntimeID == "" && req.Namespace == "":
 		return nil, Errorf(CodeInvalidRequest, `pass exactly one of runtime_id (a kept run's runtime) or namespace (a register_function namespace, e.g. "app" for ids like app::greet)`)
 	case req.RuntimeID != "":
+		if target := n.Run.forwardFor(call, FnTeardown, req.RuntimeID); target != "" {
+			res, err := n.Run.forward(ctx, call, target, req.RuntimeID, teardownForwardBudget)
+			if err != nil {
+				return nil, err
+			}
+			var out TeardownResponse
+			if err := json.Unmarshal(res, &out); err != nil {
+				return nil, &Error{Code: CodeEngine, Text: "the worker that holds this runtime answered something that is not a teardown response; retry", Cause: err}
+			}
+			return &out, nil
+		}
 		return n.Run.TeardownRuntime(ctx, req.RuntimeID)
 	}
 	seg := strings.TrimRight(req.Namespace, ":")

@@ -123,6 +123,11 @@ func (s *Slot) Release() {
 // budget, the ownership map of kept runtimes, the function-id registry and
 // the tombstones. It is safe for concurrent use.
 type Registry struct {
+	// Tag is this worker's routing tag (TagLen hex digits): the kept
+	// runtime ids it mints begin with it. "" mints untagged ids. Set it
+	// before the first Adopt.
+	Tag string
+
 	mu     sync.Mutex
 	now    func() time.Time
 	slots  int64
@@ -174,7 +179,7 @@ func (r *Registry) SlotsInUse() int64 {
 // Adopt records rt as a kept runtime holding slot, mints its id and returns
 // the entry.
 func (r *Registry) Adopt(lang Lang, rt Runtime, slot *Slot) *Kept {
-	k := &Kept{ID: NewRuntimeID(), Lang: lang, Runtime: rt, slot: slot, turn: make(chan struct{}, 1), lastActive: r.now()}
+	k := &Kept{ID: NewTaggedRuntimeID(r.Tag), Lang: lang, Runtime: rt, slot: slot, turn: make(chan struct{}, 1), lastActive: r.now()}
 	r.mu.Lock()
 	r.kept[k.ID] = k
 	r.mu.Unlock()

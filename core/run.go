@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sort"
@@ -15,6 +16,10 @@ type RunService struct {
 	Registry *Registry
 	Engines  map[Lang]Engine
 	Log      *slog.Logger
+	// Forward, when set, reaches other workers: a call on the shared run
+	// or teardown id for a runtime another worker minted goes there
+	// (route.go). Nil: every runtime id is this worker's.
+	Forward Forwarder
 }
 
 // DecodeRunCall is the Decoder of the run route.
@@ -37,6 +42,17 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 		return nil, Errorf(CodeInvalidRequest, "`memory_mb` is fixed when a runtime is created; omit it when passing `runtime_id`")
 	}
 	if req.RuntimeID != "" {
+		if target := s.forwardFor(call, FnRun, req.RuntimeID); target != "" {
+			res, err := s.forward(ctx, call, target, req.RuntimeID, call.Budget)
+			if err != nil {
+				return nil, err
+			}
+			var out RunResponse
+			if err := json.Unmarshal(res, &out); err != nil {
+				return nil, &Error{Code: CodeEngine, Text: "the worker that holds this runtime answered something that is not a run response; retry", Cause: err}
+			}
+			return &out, nil
+		}
 		k, state := s.Registry.Lookup(req.RuntimeID)
 		switch state {
 		case StateTombstoned:

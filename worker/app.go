@@ -73,6 +73,13 @@ type AppOptions struct {
 	Busy func(weight int) (done func())
 	// PythonLongTurn overrides python.DefaultLongTurn (tests).
 	PythonLongTurn time.Duration
+	// Tag is the worker's routing tag (Tag): kept runtime ids begin with
+	// it, and the run and teardown routes are also served under their
+	// per-worker ids. "" (local mode): untagged ids, no per-worker ids.
+	Tag string
+	// Forward reaches the other workers on the engine: calls for runtimes
+	// they hold are forwarded there (nil: none).
+	Forward core.Forwarder
 }
 
 // NewApp builds the App.
@@ -104,11 +111,20 @@ func NewApp(o AppOptions) (*App, error) {
 	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir, Dirs: a.Dirs,
 		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
-	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log}
+	a.Registry.Tag = o.Tag
+	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
 	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, a.Store.Load(), o.Log)
-	for id, route := range core.Routes(a.Store.Load(), a.Run, a.Namespaces) {
+	routes := core.Routes(a.Store.Load(), a.Run, a.Namespaces)
+	for id, route := range routes {
 		a.Router.Handle(id, route)
+	}
+	if o.Tag != "" {
+		// The same routes under this worker's own ids: a call that lands
+		// there is served here, never forwarded again.
+		for _, id := range []string{core.FnRun, core.FnTeardown} {
+			a.Router.Handle(core.WorkerID(id, o.Tag), routes[id])
+		}
 	}
 	a.components = []core.Reconfigurer{a.Node, a.Python, a.sweeper}
 	a.install(core.FnInjectGuidance, nil, noGuidance, preGenerate()...)

@@ -9,6 +9,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/code-runner-go/code-runner/core"
 )
@@ -45,9 +46,17 @@ var schemaFiles = map[string]string{
 
 var internal = map[string]bool{core.FnInjectGuidance: true, core.FnUIContent: true, core.FnOnConfigChange: true}
 
-// DefOf returns the definition of one of the six ids; it panics for any
-// other id (a programming error).
+// DefOf returns the definition of one of the six ids, or of a per-worker
+// id of one of them (core.WorkerID: internal, the same schemas); it panics
+// for any other id (a programming error).
 func DefOf(id string) Def {
+	if shared, tag, ok := strings.Cut(id, "@"); ok {
+		d := DefOf(shared)
+		d.ID = id
+		d.Description = "Internal: " + shared + " on the worker tagged " + tag + " only (other workers forward the runtimes it holds here)."
+		d.Metadata = json.RawMessage(`{"internal":true}`)
+		return d
+	}
 	base, ok := schemaFiles[id]
 	if !ok {
 		panic(fmt.Sprintf("worker: %s is not one of the worker's functions", id))

@@ -2,11 +2,14 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
 )
 
@@ -114,4 +117,22 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 			client.Reregister(missing...)
 		}
 	}
+}
+
+// Tag is a worker's routing tag: the first core.TagLen hex digits of the
+// SHA-256 of its name. Every kept runtime id the worker mints begins with
+// it, and its per-worker ids end with it (core/route.go).
+func Tag(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:])[:core.TagLen]
+}
+
+// forwarder is core.Forwarder over the worker's engine connection: the
+// worker's own call, traced as a child of the call it serves and not
+// counted as a guest's (Transport.Internal).
+type forwarder struct{ t Transport }
+
+// Forward implements core.Forwarder.
+func (f forwarder) Forward(ctx context.Context, functionID string, payload json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+	return f.t.Invoke(ctx, core.Invocation{FunctionID: functionID, Data: payload, Timeout: timeout})
 }

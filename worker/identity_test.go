@@ -102,3 +102,81 @@ func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 		}
 	}
 }
+
+// A kept runtime lives on the worker that made it and is served there
+// whichever worker holds the shared ids: its id carries that worker's tag,
+// a call on code-runner::run or teardown is forwarded to it, and once that
+// worker is gone its runtimes answer expired — on both engine behaviours.
+func TestAKeptRuntimeIsServedByItsWorkerWhicheverHoldsTheSharedIDs(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Close)
+		a := startServe(t, e, ServeOptions{WorkerName: "cr-a"})
+		b := startServe(t, e, ServeOptions{WorkerName: "cr-b"})
+		// 0.22: the last to register (b) holds the shared ids; 0.23: the first.
+		otherName := "cr-a"
+		if refusing {
+			otherName = "cr-b"
+		}
+		ctx := ctxT(t)
+		invoke := func(fn string, req map[string]any) (map[string]any, string) {
+			t.Helper()
+			res, eb, err := e.Invoke(ctx, fn, req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eb != nil {
+				return nil, eb.Code
+			}
+			var out map[string]any
+			_ = json.Unmarshal(res, &out)
+			return out, ""
+		}
+		mine := "code-runner::run@" + Tag(otherName)
+		if err := e.WaitUntil(ctx, func() bool { return e.HasFunction(mine) }); err != nil {
+			t.Fatalf("refusing=%v: %s never registered", refusing, mine)
+		}
+		kept, code := invoke(mine, map[string]any{"lang": "python", "keep": true, "code": "n = 1\nresult = n"})
+		id, _ := kept["runtime_id"].(string)
+		if code != "" || !strings.HasPrefix(id, "rt-"+Tag(otherName)) {
+			t.Fatalf("refusing=%v: a kept runtime on %s: %v %s", refusing, otherName, kept, code)
+		}
+		// Through the shared id, which the other worker may hold: the same runtime, its globals.
+		deadline := time.Now().Add(15 * time.Second)
+		for i := 2; i <= 4; i++ {
+			out, code := invoke("code-runner::run", map[string]any{"runtime_id": id, "code": "n += 1\nresult = n"})
+			if code != "" || out["result"] != float64(i) || out["runtime_id"] != id {
+				t.Fatalf("refusing=%v: turn %d through the shared id: %v %s", refusing, i, out, code)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("too slow")
+			}
+		}
+		td, code := invoke("code-runner::teardown", map[string]any{"runtime_id": id})
+		if code != "" || td["torn_down"] != true {
+			t.Fatalf("refusing=%v: teardown through the shared id: %v %s", refusing, td, code)
+		}
+		if _, code := invoke("code-runner::run", map[string]any{"runtime_id": id, "code": "result = 1"}); code != "code-runner::runtime_not_found" {
+			t.Fatalf("refusing=%v: after its teardown: %s", refusing, code)
+		}
+		// Its worker goes: its runtimes expire.
+		kept, _ = invoke(mine, map[string]any{"lang": "node", "keep": true, "code": "return 1"})
+		id, _ = kept["runtime_id"].(string)
+		if refusing {
+			b.stop()
+		} else {
+			a.stop()
+		}
+		_, code = invoke("code-runner::run", map[string]any{"runtime_id": id, "code": "return 2"})
+		for code == "code-runner::engine" && time.Now().Before(deadline) { // the holder may be changing hands
+			time.Sleep(100 * time.Millisecond)
+			_, code = invoke("code-runner::run", map[string]any{"runtime_id": id, "code": "return 2"})
+		}
+		if code != "code-runner::expired" {
+			t.Fatalf("refusing=%v: a runtime of a departed worker answered %q, want expired", refusing, code)
+		}
+	}
+}

@@ -178,6 +178,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
+		Tag: Tag(o.WorkerName), Forward: forwarder{Transport{Client: client, Tel: tel, Internal: true}},
 		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
 	if err != nil {
 		return err
@@ -251,6 +252,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	pub := &Publisher{Client: client, Router: app.Router, Log: log, Tel: tel}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
+	// This worker's own ids: other workers forward the runtimes it holds here.
+	tag := Tag(o.WorkerName)
+	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag))
 	// The console UI: the content function, then one trigger per asset over
 	// this connection (never engine::register_trigger).
 	pub.Publish(core.FnUIContent)
