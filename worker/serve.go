@@ -252,9 +252,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	pub := &Publisher{Client: client, Router: app.Router, Log: log, Tel: tel}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
-	// This worker's own ids: other workers forward the runtimes it holds here.
-	tag := Tag(o.WorkerName)
-	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag))
 	// The console UI: the content function, then one trigger per asset over
 	// this connection (never engine::register_trigger).
 	pub.Publish(core.FnUIContent)
@@ -284,6 +281,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: core.FnOnConfigChange, Config: cfgJSON})
 		go rl.Refresh(ctx)
 	}
+	// This worker's own ids, after the shared ones (contract §20.2's order):
+	// other workers forward the runtimes it holds here.
+	tag := Tag(o.WorkerName)
+	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag))
 	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
 	if source != "file" {
 		shared = append(shared, core.FnOnConfigChange)

@@ -402,7 +402,9 @@ func TestGuidanceHookBindingAndMutation(t *testing.T) {
 			order = append(order, r.Frame.ID)
 		}
 	}
-	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change" {
+	// Then the worker's own per-worker ids (forwarded runtimes), last.
+	tag := Tag("code-runner")
+	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag {
 		t.Fatalf("%v", order)
 	}
 }
