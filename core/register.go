@@ -60,6 +60,10 @@ type Namespaces struct {
 	// Owners answers whether another worker on the engine serves an id
 	// (nil: no engine, as in local mode).
 	Owners Owners
+	// Locate finds the other code-runner worker that serves a namespace:
+	// register_function and teardown for it are forwarded there, so one
+	// namespace never spans two workers (nil: every namespace is here).
+	Locate NamespaceLocator
 
 	mu   sync.Mutex
 	live map[nsKey]*nsRuntime
@@ -155,6 +159,19 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	}
 	if err := CheckOwnID(WhatFunction, req.FunctionID); err != nil {
 		return nil, err
+	}
+	if target, err := n.namespaceTarget(ctx, call, FnRegisterFunction, ns); err != nil {
+		return nil, err
+	} else if target != "" {
+		res, err := n.Run.forwardTo(ctx, call, target, call.Budget, namespaceGone(ns))
+		if err != nil {
+			return nil, err
+		}
+		var out RegisterResponse
+		if err := json.Unmarshal(res, &out); err != nil {
+			return nil, &Error{Code: CodeEngine, Text: "the worker serving this namespace answered something that is not a registration response; retry", Cause: err}
+		}
+		return &out, nil
 	}
 	eng, err := n.Run.engine(req.Lang)
 	if err != nil {
@@ -307,6 +324,19 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	ns := seg + "::"
+	if target, err := n.namespaceTarget(ctx, call, FnTeardown, ns); err != nil {
+		return nil, err
+	} else if target != "" {
+		res, err := n.Run.forwardTo(ctx, call, target, teardownForwardBudget, namespaceGone(ns))
+		if err != nil {
+			return nil, err
+		}
+		var out TeardownResponse
+		if err := json.Unmarshal(res, &out); err != nil {
+			return nil, &Error{Code: CodeEngine, Text: "the worker serving this namespace answered something that is not a teardown response; retry", Cause: err}
+		}
+		return &out, nil
+	}
 	var victims []*nsRuntime
 	n.mu.Lock()
 	for _, lang := range []Lang{LangPython, LangNode} {

@@ -2,8 +2,11 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,12 +21,19 @@ import (
 // tag appended. A call on a shared id for a runtime another worker minted
 // is forwarded there; a call on a per-worker id is served where it lands.
 
-// teardownForwardBudget bounds a forwarded teardown (the route itself has
-// no budget).
+// teardownForwardBudget bounds a forwarded call whose route has no budget
+// of its own (teardown, register_function) and whose context no deadline.
 const teardownForwardBudget = 30 * time.Second
 
 // TagLen is the length of a routing tag: four lowercase hex digits.
 const TagLen = 4
+
+// TagOf is a worker's routing tag: the first TagLen hex digits of the
+// SHA-256 of its name.
+func TagOf(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:])[:TagLen]
+}
 
 // NewTaggedRuntimeID mints "rt-" + a lowercase UUID v4 whose first TagLen
 // hex digits are tag ("" = no tag: all random).
@@ -75,6 +85,16 @@ func (s *RunService) forwardFor(call *Call, shared, id string) string {
 // budget. The runtime's worker answering that it serves no such id means
 // that worker is gone: the runtime expired with it (contract §24.2).
 func (s *RunService) forward(ctx context.Context, call *Call, target, id string, budget time.Duration) (json.RawMessage, error) {
+	return s.forwardTo(ctx, call, target, budget, ErrExpired(id))
+}
+
+// forwardTo sends call's payload to target within what is left of ctx's
+// budget (budget when ctx has no deadline); gone is the answer when target
+// is served by no worker any more.
+func (s *RunService) forwardTo(ctx context.Context, call *Call, target string, budget time.Duration, gone *Error) (json.RawMessage, error) {
+	if budget <= 0 {
+		budget = teardownForwardBudget // a route without a budget of its own
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		budget = time.Until(dl)
 	}
@@ -89,7 +109,7 @@ func (s *RunService) forward(ctx context.Context, call *Call, target, id string,
 	if errors.As(err, &re) {
 		switch {
 		case re.Code == "function_not_found":
-			return nil, ErrExpired(id)
+			return nil, gone
 		case strings.HasPrefix(re.Code, "code-runner::"):
 			return nil, &Error{Code: Code(re.Code), Text: strings.TrimPrefix(re.Message, re.Code+": ")}
 		case re.Code == "TIMEOUT":
@@ -97,4 +117,82 @@ func (s *RunService) forward(ctx context.Context, call *Call, target, id string,
 		}
 	}
 	return nil, &Error{Code: CodeEngine, Text: "the worker that holds this runtime did not answer; retry", Cause: err}
+}
+
+// NamespaceTag returns the routing tag of the other code-runner worker
+// that serves functions under ns ("" when none does, or when the worker
+// serving them is not a code-runner: the publishing rules refuse its ids).
+// A worker is a code-runner when it serves code-runner::run@<its tag>.
+func (o *EngineOwners) NamespaceTag(ctx context.Context, ns string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ownerQueryTimeout)
+	defer cancel()
+	var out struct {
+		Functions []struct {
+			FunctionID string `json:"function_id"`
+			WorkerName string `json:"worker_name"`
+		} `json:"functions"`
+	}
+	if err := o.list(ctx, "engine::functions::list", ns, &out); err != nil {
+		return "", err
+	}
+	for _, f := range out.Functions {
+		if !strings.HasPrefix(f.FunctionID, ns) || f.WorkerName == "" || f.WorkerName == o.Self {
+			continue
+		}
+		tag := TagOf(f.WorkerName)
+		target := WorkerID(FnRegisterFunction, tag)
+		var peer struct {
+			Functions []struct {
+				FunctionID string `json:"function_id"`
+				WorkerName string `json:"worker_name"`
+			} `json:"functions"`
+		}
+		if err := o.list(ctx, "engine::functions::list", target, &peer); err != nil {
+			return "", err
+		}
+		for _, p := range peer.Functions {
+			if p.FunctionID == target && p.WorkerName == f.WorkerName {
+				return tag, nil
+			}
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+// NamespaceLocator finds the code-runner worker that serves a
+// register_function namespace (EngineOwners implements it).
+type NamespaceLocator interface {
+	NamespaceTag(ctx context.Context, ns string) (string, error)
+}
+
+// namespaceTarget reports the per-worker id of shared (register_function
+// or teardown) on the worker that already serves namespace ns, or "" when
+// this worker serves the call: no locator, a call that arrived on a
+// per-worker id, a namespace this worker has, or one nobody else serves.
+func (n *Namespaces) namespaceTarget(ctx context.Context, call *Call, shared, ns string) (string, error) {
+	if n.Locate == nil || n.Run.Forward == nil || call.FunctionID != shared {
+		return "", nil
+	}
+	n.mu.Lock()
+	_, py := n.live[nsKey{ns: ns, lang: LangPython}]
+	_, node := n.live[nsKey{ns: ns, lang: LangNode}]
+	n.mu.Unlock()
+	if py || node {
+		return "", nil
+	}
+	tag, err := n.Locate.NamespaceTag(ctx, ns)
+	if err != nil {
+		return "", &Error{Code: CodeEngine, Text: fmt.Sprintf("could not ask the engine which worker serves namespace %q; retry", ns), Cause: err}
+	}
+	if tag == "" || tag == n.Registry.Tag {
+		return "", nil
+	}
+	return WorkerID(shared, tag), nil
+}
+
+// namespaceGone answers a forward to a namespace's worker that left
+// meanwhile.
+func namespaceGone(ns string) *Error {
+	return Errorf(CodeEngine, "the worker serving namespace %q left while this call was forwarded to it; retry", ns)
 }

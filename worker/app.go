@@ -114,6 +114,9 @@ func NewApp(o AppOptions) (*App, error) {
 	a.Registry.Tag = o.Tag
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
+	if loc, ok := o.Owners.(core.NamespaceLocator); ok && o.Forward != nil {
+		a.Namespaces.Locate = loc
+	}
 	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, a.Store.Load(), o.Log)
 	routes := core.Routes(a.Store.Load(), a.Run, a.Namespaces)
 	for id, route := range routes {
@@ -122,7 +125,7 @@ func NewApp(o AppOptions) (*App, error) {
 	if o.Tag != "" {
 		// The same routes under this worker's own ids: a call that lands
 		// there is served here, never forwarded again.
-		for _, id := range []string{core.FnRun, core.FnTeardown} {
+		for _, id := range []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction} {
 			a.Router.Handle(core.WorkerID(id, o.Tag), routes[id])
 		}
 	}

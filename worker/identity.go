@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -119,13 +117,9 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 	}
 }
 
-// Tag is a worker's routing tag: the first core.TagLen hex digits of the
-// SHA-256 of its name. Every kept runtime id the worker mints begins with
-// it, and its per-worker ids end with it (core/route.go).
-func Tag(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return hex.EncodeToString(sum[:])[:core.TagLen]
-}
+// Tag is a worker's routing tag (core.TagOf): every kept runtime id the
+// worker mints begins with it, and its per-worker ids end with it.
+func Tag(name string) string { return core.TagOf(name) }
 
 // forwarder is core.Forwarder over the worker's engine connection: the
 // worker's own call, traced as a child of the call it serves and not

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -177,6 +178,70 @@ func TestAKeptRuntimeIsServedByItsWorkerWhicheverHoldsTheSharedIDs(t *testing.T)
 		}
 		if code != "code-runner::expired" {
 			t.Fatalf("refusing=%v: a runtime of a departed worker answered %q, want expired", refusing, code)
+		}
+	}
+}
+
+// One register_function namespace never spans two workers: a function
+// registered through the shared id in a namespace another worker serves
+// is registered there — in the same runtime, sharing its globals — and
+// tearing the namespace down through the shared id tears it down there.
+func TestANamespaceStaysOnTheWorkerThatServesIt(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Close)
+		startServe(t, e, ServeOptions{WorkerName: "cr-a"})
+		startServe(t, e, ServeOptions{WorkerName: "cr-b"})
+		// The worker that does not hold the shared ids serves the namespace.
+		otherName := "cr-a"
+		if refusing {
+			otherName = "cr-b"
+		}
+		ctx := ctxT(t)
+		direct := "code-runner::register_function@" + Tag(otherName)
+		if err := e.WaitUntil(ctx, func() bool { return e.HasFunction(direct) && e.HasFunction("code-runner::register_function") }); err != nil {
+			t.Fatal(err)
+		}
+		register := func(fn, id, source string) {
+			t.Helper()
+			res, eb, err := e.Invoke(ctx, fn, map[string]any{"function_id": id, "lang": "node", "source": source}, nil)
+			if err != nil || eb != nil {
+				t.Fatalf("refusing=%v: %s %s: %s %+v %v", refusing, fn, id, res, eb, err)
+			}
+		}
+		register(direct, "nsx::inc", "function handler() { globalThis.n = (globalThis.n || 0) + 1; return globalThis.n }")
+		if !refusing {
+			// 0.22: the last worker to register holds the shared ids; wait
+			// until that is cr-b, so the next call lands on the other one.
+			if err := e.WaitUntil(ctx, func() bool {
+				res, _, _ := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": "code-runner::register_function", "include_internal": true}, nil)
+				return strings.Contains(string(res), `"function_id":"code-runner::register_function","worker_name":"cr-b"`)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		register("code-runner::register_function", "nsx::read", "function handler() { return globalThis.n || 0 }")
+		res, _, _ := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": "nsx::"}, nil)
+		if strings.Count(string(res), `"worker_name":"`+otherName+`"`) != 2 {
+			t.Fatalf("refusing=%v: the namespace spans workers: %s", refusing, res)
+		}
+		for i := 1; i <= 2; i++ {
+			if v, eb, err := e.Invoke(ctx, "nsx::inc", map[string]any{}, nil); err != nil || eb != nil || string(v) != fmt.Sprint(i) {
+				t.Fatalf("%s %+v %v", v, eb, err)
+			}
+		}
+		if v, eb, err := e.Invoke(ctx, "nsx::read", map[string]any{}, nil); err != nil || eb != nil || string(v) != "2" {
+			t.Fatalf("refusing=%v: a function registered through the shared id does not share the namespace's runtime: %s %+v %v", refusing, v, eb, err)
+		}
+		td, eb, err := e.Invoke(ctx, "code-runner::teardown", map[string]any{"namespace": "nsx"}, nil)
+		if err != nil || eb != nil || !strings.Contains(string(td), `"nsx::inc"`) || !strings.Contains(string(td), `"nsx::read"`) {
+			t.Fatalf("refusing=%v: teardown through the shared id: %s %+v %v", refusing, td, eb, err)
+		}
+		if err := e.WaitUntil(ctx, func() bool { return !e.HasFunction("nsx::inc") && !e.HasFunction("nsx::read") }); err != nil {
+			t.Fatalf("refusing=%v: the namespace's functions outlived its teardown", refusing)
 		}
 	}
 }

@@ -284,7 +284,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// This worker's own ids, after the shared ones (contract §20.2's order):
 	// other workers forward the runtimes it holds here.
 	tag := Tag(o.WorkerName)
-	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag))
+	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
 	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
 	if source != "file" {
 		shared = append(shared, core.FnOnConfigChange)

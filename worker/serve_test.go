@@ -404,7 +404,7 @@ func TestGuidanceHookBindingAndMutation(t *testing.T) {
 	}
 	// Then the worker's own per-worker ids (forwarded runtimes), last.
 	tag := Tag("code-runner")
-	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag {
+	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag+",code-runner::register_function@"+tag {
 		t.Fatalf("%v", order)
 	}
 }
