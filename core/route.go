@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -45,9 +46,13 @@ func NewTaggedRuntimeID(tag string) string {
 	return "rt-" + id
 }
 
-// RuntimeTag is the routing tag of a runtime id ("" when it has none).
+// runtimeIDForm is a runtime id as minted: "rt-" + a lowercase UUID v4.
+var runtimeIDForm = regexp.MustCompile(`^rt-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// RuntimeTag is the routing tag of a runtime id: "" for anything that is
+// not an id as minted (such an id is no runtime anywhere).
 func RuntimeTag(id string) string {
-	if !strings.HasPrefix(id, "rt-") || len(id) < 3+TagLen {
+	if !runtimeIDForm.MatchString(id) {
 		return ""
 	}
 	return id[3 : 3+TagLen]
@@ -85,7 +90,11 @@ func (s *RunService) forwardFor(call *Call, shared, id string) string {
 // budget. The runtime's worker answering that it serves no such id means
 // that worker is gone: the runtime expired with it (contract §24.2).
 func (s *RunService) forward(ctx context.Context, call *Call, target, id string, budget time.Duration) (json.RawMessage, error) {
-	return s.forwardTo(ctx, call, target, budget, ErrExpired(id))
+	gone := ErrExpired(id)
+	if s.PeerSeen != nil && !s.PeerSeen(RuntimeTag(id)) {
+		gone = ErrUnknownRuntime(id) // no worker with that tag was ever seen: never issued
+	}
+	return s.forwardTo(ctx, call, target, budget, gone)
 }
 
 // forwardTo sends call's payload to target within what is left of ctx's

@@ -80,6 +80,17 @@ func TestOnlyForeignRuntimesAreForwarded(t *testing.T) {
 	if _, err := s.forward(ctx, &Call{FunctionID: FnRun}, "code-runner::run@bbbb", foreign, time.Second); err == nil || err.Error() != ErrExpired(foreign).Error() {
 		t.Fatalf("a departed worker's runtime: %v", err)
 	}
+	// A tag no worker was ever seen with: the id was never issued.
+	s.PeerSeen = func(tag string) bool { return tag == "aaaa" }
+	if _, err := s.forward(ctx, &Call{FunctionID: FnRun}, "code-runner::run@bbbb", foreign, time.Second); err == nil || err.Error() != ErrUnknownRuntime(foreign).Error() {
+		t.Fatalf("a never-seen worker's id: %v", err)
+	}
+	// Ids not in the minted form are nobody's: never forwarded.
+	for _, id := range []string{"rt-does-not-exist", "rt-x", "rt-BBBB0000-0000-4000-8000-000000000000"} {
+		if got := s.forwardFor(&Call{FunctionID: FnRun}, FnRun, id); got != "" {
+			t.Fatalf("%q forwarded to %q", id, got)
+		}
+	}
 	fw.err = &RemoteError{Code: "code-runner::timeout", Message: "code-runner::timeout: execution exceeded its deadline"}
 	if _, err := s.forward(ctx, &Call{FunctionID: FnRun}, "code-runner::run@bbbb", foreign, time.Second); err == nil || err.Error() != "code-runner::timeout: execution exceeded its deadline" {
 		t.Fatalf("a remote code-runner error: %v", err)

@@ -20,6 +20,11 @@ type RunService struct {
 	// or teardown id for a runtime another worker minted goes there
 	// (route.go). Nil: every runtime id is this worker's.
 	Forward Forwarder
+	// PeerSeen reports whether a worker with the routing tag was ever seen
+	// on the engine: a forward that finds no worker answers expired for a
+	// worker that left, runtime_not_found for one never seen (nil: always
+	// expired).
+	PeerSeen func(tag string) bool
 }
 
 // DecodeRunCall is the Decoder of the run route.

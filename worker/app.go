@@ -80,6 +80,9 @@ type AppOptions struct {
 	// Forward reaches the other workers on the engine: calls for runtimes
 	// they hold are forwarded there (nil: none).
 	Forward core.Forwarder
+	// PeerSeen tells whether a worker with a routing tag was ever seen
+	// (core.RunService.PeerSeen).
+	PeerSeen func(tag string) bool
 }
 
 // NewApp builds the App.
@@ -112,7 +115,7 @@ func NewApp(o AppOptions) (*App, error) {
 		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Registry.Tag = o.Tag
-	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward}
+	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward, PeerSeen: o.PeerSeen}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
 	if loc, ok := o.Owners.(core.NamespaceLocator); ok && o.Forward != nil {
 		a.Namespaces.Locate = loc

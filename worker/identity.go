@@ -3,8 +3,11 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/core"
@@ -74,15 +77,21 @@ const holdInterval = 2 * time.Second
 // 0.23 engine the first holds it and the others' registrations were
 // refused. Either way the survivors register again and one of them holds
 // it.
-func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interval time.Duration, log *slog.Logger) {
+// Each listing also tells peers which code-runner workers it saw (their
+// per-worker run ids).
+func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interval time.Duration, peers *peerTags, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	first := true
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
+		first = false
 		if !client.Connected() {
 			continue // the client registers everything again when it reconnects
 		}
@@ -103,6 +112,9 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 		served := map[string]bool{}
 		for _, f := range out.Functions {
 			served[f.FunctionID] = true
+			if shared, tag, ok := strings.Cut(f.FunctionID, "@"); ok && shared == core.FnRun {
+				peers.see(tag)
+			}
 		}
 		var missing []string
 		for _, id := range ids {
@@ -123,10 +135,44 @@ func Tag(name string) string { return core.TagOf(name) }
 
 // forwarder is core.Forwarder over the worker's engine connection: the
 // worker's own call, traced as a child of the call it serves and not
-// counted as a guest's (Transport.Internal).
-type forwarder struct{ t Transport }
+// counted as a guest's (Transport.Internal). A worker that answers is a
+// peer seen.
+type forwarder struct {
+	t     Transport
+	peers *peerTags
+}
 
 // Forward implements core.Forwarder.
 func (f forwarder) Forward(ctx context.Context, functionID string, payload json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
-	return f.t.Invoke(ctx, core.Invocation{FunctionID: functionID, Data: payload, Timeout: timeout})
+	res, err := f.t.Invoke(ctx, core.Invocation{FunctionID: functionID, Data: payload, Timeout: timeout})
+	var re *core.RemoteError
+	if err == nil || errors.As(err, &re) && re.Code != "function_not_found" {
+		if _, tag, ok := strings.Cut(functionID, "@"); ok {
+			f.peers.see(tag)
+		}
+	}
+	return res, err
+}
+
+// peerTags is the routing tags of the code-runner workers seen on the
+// engine since this worker started: a runtime id whose worker is gone is
+// expired only if that worker was ever seen (core.RunService.PeerSeen).
+type peerTags struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newPeerTags(own string) *peerTags { return &peerTags{seen: map[string]bool{own: true}} }
+
+func (p *peerTags) see(tag string) {
+	p.mu.Lock()
+	p.seen[tag] = true
+	p.mu.Unlock()
+}
+
+// Seen reports whether a worker with tag was seen.
+func (p *peerTags) Seen(tag string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[tag]
 }

@@ -175,10 +175,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	log = slog.New(tel.LogHandler(log.Handler()))
 	engineSrc.Log, fileSrc.Log = log, log
 	transport := Transport{Client: client, Tel: tel}
+	peers := newPeerTags(Tag(o.WorkerName))
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
-		Tag: Tag(o.WorkerName), Forward: forwarder{Transport{Client: client, Tel: tel, Internal: true}},
+		Tag: Tag(o.WorkerName), Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen,
 		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
 	if err != nil {
 		return err
@@ -293,7 +294,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if holdEvery <= 0 {
 		holdEvery = holdInterval
 	}
-	go holdSharedIDs(ctx, client, shared, holdEvery, log)
+	go holdSharedIDs(ctx, client, shared, holdEvery, peers, log)
 	go app.Sweeper().Run(ctx)
 	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
 	live := app.Store.Load().Config
