@@ -175,11 +175,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	log = slog.New(tel.LogHandler(log.Handler()))
 	engineSrc.Log, fileSrc.Log = log, log
 	transport := Transport{Client: client, Tel: tel}
-	peers := newPeerTags(Tag(o.WorkerName))
+	tag := Tag(o.WorkerName) // this worker's routing tag (core/route.go)
+	peers := newPeerTags(tag)
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
-		Tag: Tag(o.WorkerName), Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen,
+		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen,
 		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
 	if err != nil {
 		return err
@@ -284,7 +285,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	// This worker's own ids, after the shared ones (contract §20.2's order):
 	// other workers forward the runtimes it holds here.
-	tag := Tag(o.WorkerName)
 	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
 	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
 	if source != "file" {
@@ -313,6 +313,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			return err
 		}
 		<-ctx.Done()
+		log.Info("code-runner stopping")
 		return nil
 	}
 }
