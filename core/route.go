@@ -26,6 +26,10 @@ import (
 // of its own (teardown, register_function) and whose context no deadline.
 const teardownForwardBudget = 30 * time.Second
 
+// forwardMargin is what a forwarded call may take beyond its budget: the
+// hop to the other worker and back.
+const forwardMargin = 2 * time.Second
+
 // TagLen is the length of a routing tag: four lowercase hex digits.
 const TagLen = 4
 
@@ -110,7 +114,9 @@ func (s *RunService) forwardTo(ctx context.Context, call *Call, target string, b
 	if budget <= 0 {
 		return nil, ErrTimeout()
 	}
-	res, err := s.Forward.Forward(ctx, target, call.Payload, budget)
+	// The other worker's own clamp ends the run within budget; the margin
+	// is the hop's, so a run that ends just in time is answered as it ended.
+	res, err := s.Forward.Forward(ctx, target, call.Payload, budget+forwardMargin)
 	if err == nil {
 		return res, nil
 	}
@@ -122,7 +128,9 @@ func (s *RunService) forwardTo(ctx context.Context, call *Call, target string, b
 		case strings.HasPrefix(re.Code, "code-runner::"):
 			return nil, &Error{Code: Code(re.Code), Text: strings.TrimPrefix(re.Message, re.Code+": ")}
 		case re.Code == "TIMEOUT":
-			return nil, ErrTimeout()
+			// The hop timed out, not a guest: no kill here (the other
+			// worker counts its own).
+			return nil, &Error{Code: CodeTimeout, Text: ErrTimeout().Text}
 		}
 	}
 	return nil, &Error{Code: CodeEngine, Text: "the worker that holds this runtime did not answer; retry", Cause: err}

@@ -53,8 +53,15 @@ func nameTaken(ctx context.Context, client *iii.Client, name string, wait time.D
 				dup = true
 			}
 		}
-		if !dup || time.Now().After(deadline) {
-			return dup, nil
+		if !dup {
+			return false, nil
+		}
+		if time.Now().After(deadline) {
+			// Still listed. The engine keeps a connection whose peer died
+			// without closing it (a host crash, a lost network) for as long
+			// as TCP does: a code-runner under this name answers its own
+			// per-worker id at once, a dead one never does.
+			return answers(ctx, client, core.WorkerID(core.FnRun, core.TagOf(name))), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -62,6 +69,18 @@ func nameTaken(ctx context.Context, client *iii.Client, name string, wait time.D
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// answers reports whether a worker answers fn at all within a few seconds
+// (any answer but function_not_found: an empty request is refused as
+// invalid, which is an answer).
+func answers(ctx context.Context, client *iii.Client, fn string) bool {
+	_, err := client.Invoke(ctx, iii.Call{FunctionID: fn, Data: json.RawMessage(`{}`), Timeout: 3 * time.Second})
+	var ie *iii.InvocationError
+	if errors.As(err, &ie) {
+		return ie.Code != "TIMEOUT" && ie.Code != "function_not_found"
+	}
+	return err == nil
 }
 
 // holdInterval is how often a worker checks that the ids every worker
@@ -82,8 +101,10 @@ const holdInterval = 2 * time.Second
 func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interval time.Duration, peers *peerTags, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// The first listing, at start, only learns the peers: this worker's own
+	// registrations may not have reached the engine yet.
 	first := true
-	for {
+	for ; ; first = false {
 		if !first {
 			select {
 			case <-ctx.Done():
@@ -91,7 +112,6 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 			case <-t.C:
 			}
 		}
-		first = false
 		if !client.Connected() {
 			continue // the client registers everything again when it reconnects
 		}
@@ -122,7 +142,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) > 0 {
+		if len(missing) > 0 && !first {
 			log.Info("taking over the shared ids: no worker on the engine holds them any more", "ids", missing)
 			client.Reregister(missing...)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 )
 
@@ -243,5 +244,22 @@ func TestANamespaceStaysOnTheWorkerThatServesIt(t *testing.T) {
 		if err := e.WaitUntil(ctx, func() bool { return !e.HasFunction("nsx::inc") && !e.HasFunction("nsx::read") }); err != nil {
 			t.Fatalf("refusing=%v: the namespace's functions outlived its teardown", refusing)
 		}
+	}
+}
+
+// A listed worker under this name that is no code-runner answering its own
+// id — a predecessor the engine still lists after it died without closing
+// its connection, say — does not keep a restarted worker from serving.
+func TestARestartIsNotRefusedForAPredecessorThatDoesNotAnswer(t *testing.T) {
+	e := newTestEngine(t)
+	ghost := iii.New(iii.Options{URL: e.URL(), Name: "cr-z", Logger: quiet()})
+	t.Cleanup(func() { _ = ghost.Close() })
+	if _, err := e.WaitWorker(ctxT(t), "cr-z"); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, e, ServeOptions{WorkerName: "cr-z", NameWait: 300 * time.Millisecond})
+	out, eb := runNode(t, e, map[string]any{"code": "return 5"})
+	if eb != nil || out["result"] != float64(5) {
+		t.Fatalf("%v %+v", out, eb)
 	}
 }
