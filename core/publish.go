@@ -99,18 +99,31 @@ type EngineOwners struct {
 	Self      string
 }
 
+// functionRow is one row of engine::functions::list.
+type functionRow struct {
+	FunctionID string `json:"function_id"`
+	WorkerName string `json:"worker_name"`
+}
+
+// functions lists the functions whose ids start with prefix, internal ones
+// included.
+func (o *EngineOwners) functions(ctx context.Context, prefix string) ([]functionRow, error) {
+	var out struct {
+		Functions []functionRow `json:"functions"`
+	}
+	if err := o.list(ctx, "engine::functions::list", prefix, &out); err != nil {
+		return nil, err
+	}
+	return out.Functions, nil
+}
+
 // FunctionWorker implements Owners.
 func (o *EngineOwners) FunctionWorker(ctx context.Context, id string) (string, error) {
-	var out struct {
-		Functions []struct {
-			FunctionID string `json:"function_id"`
-			WorkerName string `json:"worker_name"`
-		} `json:"functions"`
-	}
-	if err := o.list(ctx, "engine::functions::list", id, &out); err != nil {
+	rows, err := o.functions(ctx, id)
+	if err != nil {
 		return "", err
 	}
-	for _, f := range out.Functions {
+	for _, f := range rows {
 		if f.FunctionID == id && f.WorkerName != o.Self {
 			return f.WorkerName, nil
 		}

@@ -143,31 +143,21 @@ func (s *RunService) forwardTo(ctx context.Context, call *Call, target string, b
 func (o *EngineOwners) NamespaceTag(ctx context.Context, ns string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ownerQueryTimeout)
 	defer cancel()
-	var out struct {
-		Functions []struct {
-			FunctionID string `json:"function_id"`
-			WorkerName string `json:"worker_name"`
-		} `json:"functions"`
-	}
-	if err := o.list(ctx, "engine::functions::list", ns, &out); err != nil {
+	rows, err := o.functions(ctx, ns)
+	if err != nil {
 		return "", err
 	}
-	for _, f := range out.Functions {
+	for _, f := range rows {
 		if !strings.HasPrefix(f.FunctionID, ns) || f.WorkerName == "" || f.WorkerName == o.Self {
 			continue
 		}
 		tag := TagOf(f.WorkerName)
 		target := WorkerID(FnRegisterFunction, tag)
-		var peer struct {
-			Functions []struct {
-				FunctionID string `json:"function_id"`
-				WorkerName string `json:"worker_name"`
-			} `json:"functions"`
-		}
-		if err := o.list(ctx, "engine::functions::list", target, &peer); err != nil {
+		peer, err := o.functions(ctx, target)
+		if err != nil {
 			return "", err
 		}
-		for _, p := range peer.Functions {
+		for _, p := range peer {
 			if p.FunctionID == target && p.WorkerName == f.WorkerName {
 				return tag, nil
 			}

@@ -13,6 +13,18 @@ import (
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 )
 
+// engineMode starts a test engine that behaves as a 0.22 engine (the last
+// writer of an id wins) or, refusing, as a 0.23 one.
+func engineMode(t *testing.T, refusing bool) *iiitest.Engine {
+	t.Helper()
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
 // serveOnce runs Serve for a worker named name until it returns (or the
 // bound passes) and gives back what it returned.
 func serveOnce(t *testing.T, e *iiitest.Engine, name string) error {
@@ -29,13 +41,9 @@ func serveOnce(t *testing.T, e *iiitest.Engine, name string) error {
 // (0.23) engine alike; the first worker goes on serving.
 func TestASecondWorkerUnderALiveWorkersNameIsRefused(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
-		e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
+		e := engineMode(t, refusing)
 		startServe(t, e, ServeOptions{WorkerName: "cr-a"})
-		err = serveOnce(t, e, "cr-a")
+		err := serveOnce(t, e, "cr-a")
 		if err == nil || !strings.Contains(err.Error(), "III_WORKER_NAME") || !strings.Contains(err.Error(), `"cr-a"`) {
 			t.Fatalf("refusing=%v: the second worker returned %v", refusing, err)
 		}
@@ -52,11 +60,7 @@ func TestASecondWorkerUnderALiveWorkersNameIsRefused(t *testing.T) {
 // the survivor's registrations had been refused — and serves runs.
 func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
-		e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
+		e := engineMode(t, refusing)
 		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
 		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
 		holder := func() string {
@@ -111,11 +115,7 @@ func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 // worker is gone its runtimes answer expired — on both engine behaviours.
 func TestAKeptRuntimeIsServedByItsWorkerWhicheverHoldsTheSharedIDs(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
-		e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
+		e := engineMode(t, refusing)
 		a := startServe(t, e, ServeOptions{WorkerName: "cr-a"})
 		b := startServe(t, e, ServeOptions{WorkerName: "cr-b"})
 		// 0.22: the last to register (b) holds the shared ids; 0.23: the first.
@@ -189,11 +189,7 @@ func TestAKeptRuntimeIsServedByItsWorkerWhicheverHoldsTheSharedIDs(t *testing.T)
 // tearing the namespace down through the shared id tears it down there.
 func TestANamespaceStaysOnTheWorkerThatServesIt(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
-		e, err := iiitest.New(iiitest.Options{Logger: quiet(), Refusing: refusing})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(e.Close)
+		e := engineMode(t, refusing)
 		startServe(t, e, ServeOptions{WorkerName: "cr-a"})
 		startServe(t, e, ServeOptions{WorkerName: "cr-b"})
 		// The worker that does not hold the shared ids serves the namespace.
