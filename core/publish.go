@@ -97,16 +97,21 @@ const ownerQueryTimeout = 5 * time.Second
 type EngineOwners struct {
 	Transport Transport
 	Self      string
+	// Namespace is this worker's engine namespace ("" = "default"). A 0.23
+	// engine keys functions by (namespace, id): a row of another namespace
+	// is no clash and no owner (iii-wire §10); a 0.22 engine lists none.
+	Namespace string
 }
 
 // functionRow is one row of engine::functions::list.
 type functionRow struct {
 	FunctionID string `json:"function_id"`
 	WorkerName string `json:"worker_name"`
+	Namespace  string `json:"namespace"` // 0.23 only
 }
 
-// functions lists the functions whose ids start with prefix, internal ones
-// included.
+// functions lists the functions in this worker's namespace whose ids start
+// with prefix, internal ones included.
 func (o *EngineOwners) functions(ctx context.Context, prefix string) ([]functionRow, error) {
 	var out struct {
 		Functions []functionRow `json:"functions"`
@@ -114,7 +119,25 @@ func (o *EngineOwners) functions(ctx context.Context, prefix string) ([]function
 	if err := o.list(ctx, "engine::functions::list", prefix, &out); err != nil {
 		return nil, err
 	}
-	return out.Functions, nil
+	rows := out.Functions[:0]
+	for _, f := range out.Functions {
+		if sameNamespace(f.Namespace, o.Namespace) {
+			rows = append(rows, f)
+		}
+	}
+	return rows, nil
+}
+
+// sameNamespace compares engine namespaces, "" being "default" (a row of a
+// 0.22 engine has none: every row is in the one registry).
+func sameNamespace(row, own string) bool {
+	if row == "" {
+		return true
+	}
+	if own == "" {
+		own = "default"
+	}
+	return row == own
 }
 
 // FunctionWorker implements Owners.

@@ -163,15 +163,7 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	if target, err := n.namespaceTarget(ctx, call, FnRegisterFunction, ns); err != nil {
 		return nil, err
 	} else if target != "" {
-		res, err := n.Run.forwardTo(ctx, call, target, call.Budget, namespaceGone(ns))
-		if err != nil {
-			return nil, err
-		}
-		var out RegisterResponse
-		if err := json.Unmarshal(res, &out); err != nil {
-			return nil, &Error{Code: CodeEngine, Text: "the worker serving this namespace answered something that is not a registration response; retry", Cause: err}
-		}
-		return &out, nil
+		return n.forwardRegister(ctx, call, target, namespaceGone(ns))
 	}
 	eng, err := n.Run.engine(req.Lang)
 	if err != nil {
@@ -190,6 +182,13 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	nr, created, err := n.getOrCreate(ctx, key, eng, call)
 	if err != nil {
 		n.releaseIfUnused(req.FunctionID, owner, nil)
+		// No slot for a namespace new to the group: the least-loaded
+		// other worker gets one try.
+		if ce := AsError(err, call.FunctionID); ce.Code == CodeCapacity && !n.servesNamespace(ns) {
+			if target := n.Run.spreadTarget(ctx, call, FnRegisterFunction); target != "" {
+				return n.forwardRegister(ctx, call, target, ce)
+			}
+		}
 		return nil, err
 	}
 	nr.mu.Lock()
@@ -219,6 +218,31 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	nr.ids[req.FunctionID] = true
 	nr.touched = n.now()
 	return &RegisterResponse{FunctionID: req.FunctionID, Registered: true}, nil
+}
+
+// forwardRegister registers call's function on another worker's
+// per-worker register_function id (target); gone is the answer when that
+// worker left.
+func (n *Namespaces) forwardRegister(ctx context.Context, call *Call, target string, gone *Error) (any, error) {
+	res, err := n.Run.forwardTo(ctx, call, target, call.Budget, gone)
+	if err != nil {
+		return nil, err
+	}
+	var out RegisterResponse
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, &Error{Code: CodeEngine, Text: "the worker serving this namespace answered something that is not a registration response; retry", Cause: err}
+	}
+	return &out, nil
+}
+
+// servesNamespace reports whether this worker has a runtime for ns in
+// either language.
+func (n *Namespaces) servesNamespace(ns string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, py := n.live[nsKey{ns: ns, lang: LangPython}]
+	_, node := n.live[nsKey{ns: ns, lang: LangNode}]
+	return py || node
 }
 
 func (n *Namespaces) now() time.Time {

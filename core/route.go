@@ -94,11 +94,17 @@ func (s *RunService) forwardFor(call *Call, shared, id string) string {
 // budget. The runtime's worker answering that it serves no such id means
 // that worker is gone: the runtime expired with it (contract §24.2).
 func (s *RunService) forward(ctx context.Context, call *Call, target, id string, budget time.Duration) (json.RawMessage, error) {
-	gone := ErrExpired(id)
+	return s.forwardTo(ctx, call, target, budget, s.goneAnswer(id))
+}
+
+// goneAnswer is the answer for runtime id when its worker serves nothing
+// any more: expired, or runtime_not_found when no worker with its tag was
+// ever seen (it was never issued).
+func (s *RunService) goneAnswer(id string) *Error {
 	if s.PeerSeen != nil && !s.PeerSeen(RuntimeTag(id)) {
-		gone = ErrUnknownRuntime(id) // no worker with that tag was ever seen: never issued
+		return ErrUnknownRuntime(id)
 	}
-	return s.forwardTo(ctx, call, target, budget, gone)
+	return ErrExpired(id)
 }
 
 // forwardTo sends call's payload to target within what is left of ctx's
@@ -181,11 +187,7 @@ func (n *Namespaces) namespaceTarget(ctx context.Context, call *Call, shared, ns
 	if n.Locate == nil || n.Run.Forward == nil || call.FunctionID != shared {
 		return "", nil
 	}
-	n.mu.Lock()
-	_, py := n.live[nsKey{ns: ns, lang: LangPython}]
-	_, node := n.live[nsKey{ns: ns, lang: LangNode}]
-	n.mu.Unlock()
-	if py || node {
+	if n.servesNamespace(ns) {
 		return "", nil
 	}
 	tag, err := n.Locate.NamespaceTag(ctx, ns)
@@ -202,4 +204,37 @@ func (n *Namespaces) namespaceTarget(ctx context.Context, call *Call, shared, ns
 // meanwhile.
 func namespaceGone(ns string) *Error {
 	return Errorf(CodeEngine, "the worker serving namespace %q left while this call was forwarded to it; retry", ns)
+}
+
+// Spreader names the other code-runner workers new work may go to when
+// this one has no free slot (contract §24.3: new runtimes go to a worker
+// with free slots).
+type Spreader interface {
+	// Peers returns the routing tags of the other live code-runner
+	// workers, least loaded first.
+	Peers(ctx context.Context) ([]string, error)
+}
+
+// spreadTarget reports the per-worker id of shared on the least-loaded
+// other worker, for new work this worker has no slot for; "" keeps the
+// capacity answer here: no spreader, a call that arrived on a per-worker
+// id (it was spread once already, or its caller chose this worker), or no
+// other worker.
+func (s *RunService) spreadTarget(ctx context.Context, call *Call, shared string) string {
+	if s.Spread == nil || s.Forward == nil || call.FunctionID != shared {
+		return ""
+	}
+	tags, err := s.Spread.Peers(ctx)
+	if err != nil {
+		if s.Log != nil {
+			s.Log.Warn("could not ask the engine for a worker with a free slot; answering capacity", "err", err)
+		}
+		return ""
+	}
+	for _, tag := range tags {
+		if tag != s.Registry.Tag {
+			return WorkerID(shared, tag)
+		}
+	}
+	return ""
 }

@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/google/uuid"
 )
 
@@ -94,5 +96,86 @@ func TestOnlyForeignRuntimesAreForwarded(t *testing.T) {
 	fw.err = &RemoteError{Code: "code-runner::timeout", Message: "code-runner::timeout: execution exceeded its deadline"}
 	if _, err := s.forward(ctx, &Call{FunctionID: FnRun}, "code-runner::run@bbbb", foreign, time.Second); err == nil || err.Error() != "code-runner::timeout: execution exceeded its deadline" {
 		t.Fatalf("a remote code-runner error: %v", err)
+	}
+}
+
+type fixedPeers []string
+
+func (p fixedPeers) Peers(context.Context) ([]string, error) { return p, nil }
+
+// New work this worker has no slot for goes once to the least-loaded other
+// worker's per-worker id (contract §24.3); what arrived on a per-worker id
+// is never spread again, and without another worker — or when that worker
+// is full too — the answer is capacity.
+func TestNewWorkWithoutAFreeSlotIsSpreadOnce(t *testing.T) {
+	full := func(c *configsvc.Config) { c.MaxRuntimes = 0 }
+	for _, tc := range []struct {
+		name  string
+		fn    string
+		peers fixedPeers
+		fwErr error
+		want  string // forwarded-to id, "" when none
+		code  Code   // "" for the forwarded answer
+	}{
+		{"spread to the least loaded", FnRun, fixedPeers{"bbbb", "cccc"}, nil, "code-runner::run@bbbb", ""},
+		{"own tag skipped", FnRun, fixedPeers{"aaaa", "cccc"}, nil, "code-runner::run@cccc", ""},
+		{"arrived on a per-worker id", WorkerID(FnRun, "aaaa"), fixedPeers{"bbbb"}, nil, "", CodeCapacity},
+		{"no other worker", FnRun, nil, nil, "", CodeCapacity},
+		{"the other is full too", FnRun, fixedPeers{"bbbb"}, &RemoteError{Code: string(CodeCapacity), Message: "code-runner::capacity: all 3 runtime slots are in use"}, "code-runner::run@bbbb", CodeCapacity},
+		{"the other left", FnRun, fixedPeers{"bbbb"}, &RemoteError{Code: "function_not_found", Message: "gone"}, "code-runner::run@bbbb", CodeCapacity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, full)
+			h.reg.Tag = "aaaa"
+			fw := &recordForward{res: json.RawMessage(`{"stdout":"","stderr":"","exit_code":0,"success":true,"duration_ms":1,"result":9}`), err: tc.fwErr}
+			svc := &RunService{Registry: h.reg, Engines: map[Lang]Engine{LangNode: h.node}, Forward: fw, Spread: tc.peers}
+			pipe := NewPipeline(snapWith(full), svc.Handle, RunStages()...)
+			h.router.Handle(tc.fn, Route{Decode: DecodeRunCall, Pipeline: pipe})
+			res, err := h.router.Invoke(context.Background(), tc.fn, json.RawMessage(`{"lang":"node","code":"return 9"}`), nil)
+			if len(fw.got) > 1 || tc.want == "" && len(fw.got) != 0 || tc.want != "" && (len(fw.got) != 1 || fw.got[0] != tc.want) {
+				t.Fatalf("forwarded to %v, want %q", fw.got, tc.want)
+			}
+			var ce *Error
+			errors.As(err, &ce)
+			switch {
+			case tc.code == "" && (err != nil || res.(*RunResponse).Result == nil):
+				t.Fatalf("%v %v", res, err)
+			case tc.code != "" && (ce == nil || ce.Code != tc.code):
+				t.Fatalf("answered %v, want %s", err, tc.code)
+			}
+			if h.node.created.Load() != 0 {
+				t.Fatal("a runtime was made here without a slot")
+			}
+		})
+	}
+}
+
+type listTransport string
+
+func (l listTransport) Invoke(context.Context, Invocation) (json.RawMessage, error) {
+	return json.RawMessage(l), nil
+}
+
+// On a 0.23 engine functions are keyed by (namespace, id): the same id
+// served in another namespace is no owner of this worker's, and a row of
+// this worker's namespace is ("" meaning "default"); a 0.22 engine's rows
+// carry no namespace and all count.
+func TestEngineOwnersCompareNamespaceAndID(t *testing.T) {
+	rows := `{"functions":[{"function_id":"app::f","worker_name":"w-x","namespace":"team-x"},{"function_id":"app::g","worker_name":"w-d","namespace":"default"},{"function_id":"app::h","worker_name":"w-old"}]}`
+	for _, tc := range []struct {
+		ns, id, want string
+	}{
+		{"", "app::f", ""},
+		{"", "app::g", "w-d"},
+		{"team-x", "app::f", "w-x"},
+		{"team-x", "app::g", ""},
+		{"team-x", "app::h", "w-old"},
+		{"", "app::h", "w-old"},
+	} {
+		o := &EngineOwners{Transport: listTransport(rows), Self: "me", Namespace: tc.ns}
+		got, err := o.FunctionWorker(context.Background(), tc.id)
+		if err != nil || got != tc.want {
+			t.Fatalf("namespace %q, %s: owner %q %v, want %q", tc.ns, tc.id, got, err, tc.want)
+		}
 	}
 }

@@ -25,6 +25,9 @@ type RunService struct {
 	// worker that left, runtime_not_found for one never seen (nil: always
 	// expired).
 	PeerSeen func(tag string) bool
+	// Spread, when set, names the other workers a new run goes to when
+	// this one has no free slot (route.go); nil: capacity is answered here.
+	Spread Spreader
 }
 
 // DecodeRunCall is the Decoder of the run route.
@@ -48,15 +51,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	}
 	if req.RuntimeID != "" {
 		if target := s.forwardFor(call, FnRun, req.RuntimeID); target != "" {
-			res, err := s.forward(ctx, call, target, req.RuntimeID, call.Budget)
-			if err != nil {
-				return nil, err
-			}
-			var out RunResponse
-			if err := json.Unmarshal(res, &out); err != nil {
-				return nil, &Error{Code: CodeEngine, Text: "the worker that holds this runtime answered something that is not a run response; retry", Cause: err}
-			}
-			return &out, nil
+			return s.forwardRun(ctx, call, target, s.goneAnswer(req.RuntimeID))
 		}
 		k, state := s.Registry.Lookup(req.RuntimeID)
 		switch state {
@@ -91,6 +86,11 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	}
 	slot, err := s.Registry.AcquireSlot(call.Config.MaxRuntimes)
 	if err != nil {
+		// Full here: the least-loaded other worker gets one try; its
+		// capacity answer means the group is full.
+		if target := s.spreadTarget(ctx, call, FnRun); target != "" {
+			return s.forwardRun(ctx, call, target, AsError(err, call.FunctionID))
+		}
 		return nil, err
 	}
 	var mem uint32
@@ -133,6 +133,20 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 		return nil, runErr
 	}
 	return response(call, out, ""), nil
+}
+
+// forwardRun runs call on another worker's per-worker run id (target) and
+// decodes its run response; gone is the answer when that worker left.
+func (s *RunService) forwardRun(ctx context.Context, call *Call, target string, gone *Error) (any, error) {
+	res, err := s.forwardTo(ctx, call, target, call.Budget, gone)
+	if err != nil {
+		return nil, err
+	}
+	var out RunResponse
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, &Error{Code: CodeEngine, Text: "the worker that ran this call answered something that is not a run response; retry", Cause: err}
+	}
+	return &out, nil
 }
 
 func (s *RunService) runKept(ctx context.Context, call *Call, req *RunRequest, k *Kept) (any, error) {

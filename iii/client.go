@@ -40,6 +40,10 @@ type Options struct {
 	BackoffMax     time.Duration // default 30 s
 	BackoffJitter  float64       // default 0.3
 
+	// Contested, when set, names function ids other workers may hold too
+	// (a group's shared ids, contract §24): a 0.23 engine's refusal of one
+	// is expected and logged at INFO, not as an ERROR.
+	Contested func(functionID string) bool
 	// OnRejected is called for a WORKER_NAMESPACE_CONFLICT rejection, which
 	// is fatal for the worker (docs/behaviour.md#wire-namespace-rejection).
 	OnRejected func(code, detail string)
@@ -155,6 +159,12 @@ type Call struct {
 	// callee (omitted when "").
 	Traceparent string
 	Baggage     string
+	// Namespace is where a 0.23 engine resolves FunctionID: "" means the
+	// worker's own (Options.Namespace) — as the 0.23 Node and Python SDKs
+	// do, so a guest reaches the functions its worker published there
+	// (iii-wire §10). engine:: and configuration:: calls always go to
+	// "default".
+	Namespace string
 }
 
 // InvocationError is a remote error, or a local timeout (code TIMEOUT).
@@ -400,10 +410,15 @@ func (c *Client) Invoke(ctx context.Context, call Call) (json.RawMessage, error)
 	}
 	f := &Frame{Type: TypeInvokeFunction, FunctionID: call.FunctionID, Data: data, Action: call.Action, Metadata: call.Metadata,
 		Traceparent: call.Traceparent, Baggage: call.Baggage}
-	if strings.HasPrefix(call.FunctionID, "engine::") || strings.HasPrefix(call.FunctionID, "configuration::") {
+	switch {
+	case strings.HasPrefix(call.FunctionID, "engine::") || strings.HasPrefix(call.FunctionID, "configuration::"):
 		if call.FunctionID != "engine::workers::register" {
 			f.Namespace = "default"
 		}
+	case call.Namespace != "":
+		f.Namespace = call.Namespace
+	default:
+		f.Namespace = c.opts.Namespace // omitted when the worker has none
 	}
 	if isVoid(call.Action) {
 		c.mu.Lock()
@@ -709,6 +724,8 @@ func (c *Client) dispatch(cn *conn, f *Frame) {
 			if c.opts.OnRejected != nil {
 				c.opts.OnRejected(f.Code, fmt.Sprintf("worker name %q is already taken in namespace %q", f.WorkerName, f.Namespace))
 			}
+		} else if c.opts.Contested != nil && c.opts.Contested(f.FunctionID) {
+			c.log.Info("iii: another worker holds this id; this one stands by to take it over", "code", f.Code, "function_id", f.FunctionID, "namespace", f.Namespace)
 		} else {
 			c.log.Error("iii: the engine rejected a function registration", "code", f.Code, "function_id", f.FunctionID, "namespace", f.Namespace)
 		}

@@ -600,3 +600,41 @@ func TestAdmitSeesEveryInvocationEndBeforeItsAnswer(t *testing.T) {
 		t.Fatalf("admitted %d, ended %d, calls %d", admitted.Load(), ended.Load(), calls)
 	}
 }
+
+// A worker with a namespace resolves its outbound calls there, as the 0.23
+// SDKs do (iii-wire §10) — unless the call names another — while engine::
+// and configuration:: calls always go to "default"; a worker without one
+// sends no namespace.
+func TestOutboundCallsCarryTheWorkersNamespace(t *testing.T) {
+	e := newEngine(t)
+	serve := newClient(t, e.URL(), "callee", nil)
+	serve.RegisterFunction(iii.FunctionDef{ID: "callee::echo"}, func(ctx context.Context, r iii.Request) (any, error) { return 1, nil })
+	if err := e.WaitUntil(ctx10(t), func() bool { return e.HasFunction("callee::echo") }); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		worker, call, fn, want string
+	}{
+		{"team-a", "", "callee::echo", "team-a"},
+		{"team-a", "default", "callee::echo", "default"},
+		{"team-a", "", "engine::functions::list", "default"},
+		{"team-a", "", "configuration::get", "default"},
+		{"", "", "callee::echo", ""},
+	} {
+		name := fmt.Sprintf("caller-%d", i)
+		c := newClient(t, e.URL(), name, func(o *iii.Options) { o.Namespace = tc.worker })
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = c.Invoke(ctx, iii.Call{FunctionID: tc.fn, Data: json.RawMessage(`{}`), Namespace: tc.call, Timeout: time.Second})
+		cancel()
+		id, _ := e.WaitWorker(ctx10(t), name)
+		got, found := "", false
+		for _, r := range e.Frames() {
+			if r.Inbound && r.WorkerID == id && r.Frame.Type == iii.TypeInvokeFunction && r.Frame.FunctionID == tc.fn {
+				got, found = r.Frame.Namespace, true
+			}
+		}
+		if !found || got != tc.want {
+			t.Fatalf("worker namespace %q, call %q, %s: sent namespace %q (found %v), want %q", tc.worker, tc.call, tc.fn, got, found, tc.want)
+		}
+	}
+}

@@ -83,6 +83,9 @@ type AppOptions struct {
 	// PeerSeen tells whether a worker with a routing tag was ever seen
 	// (core.RunService.PeerSeen).
 	PeerSeen func(tag string) bool
+	// Spread names the other workers new work goes to when this one has
+	// no free slot (core.RunService.Spread; nil: none).
+	Spread core.Spreader
 }
 
 // NewApp builds the App.
@@ -115,7 +118,7 @@ func NewApp(o AppOptions) (*App, error) {
 		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Registry.Tag = o.Tag
-	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward, PeerSeen: o.PeerSeen}
+	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward, PeerSeen: o.PeerSeen, Spread: o.Spread}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
 	if loc, ok := o.Owners.(core.NamespaceLocator); ok && o.Forward != nil {
 		a.Namespaces.Locate = loc

@@ -53,7 +53,7 @@ func DefOf(id string) Def {
 	if shared, tag, ok := strings.Cut(id, "@"); ok {
 		d := DefOf(shared)
 		d.ID = id
-		d.Description = "Internal: " + shared + " on the worker tagged " + tag + " only (other workers forward the runtimes it holds here)."
+		d.Description = "Internal: " + shared + " served by the code-runner worker tagged " + tag + " alone (contract §24: the workers of a group forward to it what it holds, and its configuration trigger targets it)."
 		d.Metadata = json.RawMessage(`{"internal":true}`)
 		return d
 	}

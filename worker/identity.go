@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,9 +27,20 @@ func ErrDuplicateName(name string) error {
 	return fmt.Errorf("another live worker on this engine is already named %q: give every code-runner its own name with III_WORKER_NAME", name)
 }
 
+// TagCollisionError is the refusal of a worker whose routing tag (Tag)
+// another live code-runner's name also has.
+type TagCollisionError struct{ Name, Other string }
+
+// Error names both workers and the fix.
+func (e *TagCollisionError) Error() string {
+	return fmt.Sprintf("worker names %q and %q (another live code-runner on this engine) have the same routing tag %s, so their runtime ids could not be told apart: give this worker another name with III_WORKER_NAME", e.Name, e.Other, Tag(e.Name))
+}
+
 // nameTaken asks the engine (engine::workers::list) whether another live
 // worker reports name, waiting up to wait for one that does to go. It
-// reports true when one stays; an error means the engine could not say.
+// reports true when one stays; an error means the engine could not say,
+// or — a *TagCollisionError — that another code-runner's name has this one's
+// routing tag.
 func nameTaken(ctx context.Context, client *iii.Client, name string, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	for {
@@ -51,6 +63,11 @@ func nameTaken(ctx context.Context, client *iii.Client, name string, wait time.D
 		for _, w := range out.Workers {
 			if w.Name == name && w.ID != self {
 				dup = true
+			}
+			if w.Name != name && Tag(w.Name) == Tag(name) && answers(ctx, client, core.WorkerID(core.FnRun, Tag(name))) {
+				// Another code-runner's name has the same routing tag: the
+				// runtimes of the two could not be told apart.
+				return false, &TagCollisionError{Name: name, Other: w.Name}
 			}
 		}
 		if !dup {
@@ -98,11 +115,16 @@ const holdInterval = 2 * time.Second
 // it.
 // Each listing also tells peers which code-runner workers it saw (their
 // per-worker run ids).
-func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interval time.Duration, peers *peerTags, log *slog.Logger) {
+// Each listing also says whether this worker (self) holds the shared ids
+// — the engine names code-runner::run's worker — and hold is told
+// (holderBindings.hold).
+func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []string, interval time.Duration, peers *peerTags, hold func(bool), log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	// The first listing, at start, only learns the peers: this worker's own
-	// registrations may not have reached the engine yet.
+	// The first listing, at start, learns the peers and the holder but
+	// registers nothing again: this worker's own registrations were sent
+	// just before it on the same connection, yet an engine may list them a
+	// moment later.
 	first := true
 	for ; ; first = false {
 		if !first {
@@ -124,6 +146,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 		var out struct {
 			Functions []struct {
 				FunctionID string `json:"function_id"`
+				WorkerName string `json:"worker_name"`
 			} `json:"functions"`
 		}
 		if json.Unmarshal(res, &out) != nil {
@@ -132,6 +155,9 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, ids []string, interv
 		served := map[string]bool{}
 		for _, f := range out.Functions {
 			served[f.FunctionID] = true
+			if f.FunctionID == core.FnRun {
+				hold(f.WorkerName == self)
+			}
 			if shared, tag, ok := strings.Cut(f.FunctionID, "@"); ok && shared == core.FnRun {
 				peers.see(tag)
 			}
@@ -195,4 +221,51 @@ func (p *peerTags) Seen(tag string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.seen[tag]
+}
+
+// spreader is core.Spreader over engine::workers::list: the other
+// connected workers whose per-worker run id was seen (code-runners), the
+// fewest active invocations first.
+type spreader struct {
+	client *iii.Client
+	peers  *peerTags
+	self   string // this worker's name
+}
+
+// Peers implements core.Spreader.
+func (s spreader) Peers(ctx context.Context) ([]string, error) {
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	res, err := s.client.Invoke(lctx, iii.Call{FunctionID: "engine::workers::list", Data: json.RawMessage(`{}`), Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("engine::workers::list: %w", err)
+	}
+	var out struct {
+		Workers []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+			Active int    `json:"active_invocations"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, fmt.Errorf("engine::workers::list answered %.200s: %w", res, err)
+	}
+	type peer struct {
+		tag    string
+		active int
+	}
+	var ps []peer
+	for _, w := range out.Workers {
+		tag := Tag(w.Name)
+		if w.Name == s.self || w.Status != "connected" || !s.peers.Seen(tag) {
+			continue
+		}
+		ps = append(ps, peer{tag, w.Active})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].active < ps[j].active })
+	tags := make([]string, len(ps))
+	for i, p := range ps {
+		tags[i] = p.tag
+	}
+	return tags, nil
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -257,5 +258,239 @@ func TestARestartIsNotRefusedForAPredecessorThatDoesNotAnswer(t *testing.T) {
 	out, eb := runNode(t, e, map[string]any{"code": "return 5"})
 	if eb != nil || out["result"] != float64(5) {
 		t.Fatalf("%v %+v", out, eb)
+	}
+}
+
+// sharedHolder is the name of the worker the engine lists for
+// code-runner::run ("" when none holds it).
+func sharedHolder(t *testing.T, e *iiitest.Engine) string {
+	t.Helper()
+	res, eb, err := e.Invoke(ctxT(t), "engine::functions::list", map[string]any{"prefix": "code-runner::run", "include_internal": true}, nil)
+	if err != nil || eb != nil {
+		t.Fatal(err, eb)
+	}
+	var out struct {
+		Functions []struct {
+			FunctionID string `json:"function_id"`
+			WorkerName string `json:"worker_name"`
+		} `json:"functions"`
+	}
+	_ = json.Unmarshal(res, &out)
+	for _, f := range out.Functions {
+		if f.FunctionID == "code-runner::run" {
+			return f.WorkerName
+		}
+	}
+	return ""
+}
+
+// With two workers, the pre_generate hook and each console asset are bound
+// once — by the worker holding the shared ids — so a generation gets the
+// guidance once; when that worker leaves, the survivor binds them.
+func TestAGroupBindsTheHookAndTheConsoleOnce(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e := engineMode(t, refusing)
+		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
+		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+		ctx := ctxT(t)
+		once := func() bool {
+			return len(e.Harness.Bindings()) == 1 && len(e.Bindings("console:script")) == 1 && len(e.Bindings("console:style")) == 1
+		}
+		// 0.22: the last to register (cr-b) holds the ids; 0.23: the first.
+		holder, leaving := "cr-b", b
+		if refusing {
+			holder, leaving = "cr-a", a
+		}
+		if err := e.WaitUntil(ctx, func() bool {
+			return once() && sharedHolder(t, e) == holder && e.Harness.Bindings()[0].Owner == leavingID(t, e, holder)
+		}); err != nil {
+			t.Fatalf("refusing=%v: hook %+v, console %+v", refusing, e.Harness.Bindings(), e.Bindings("console:script"))
+		}
+		// Stays once: a few hold rounds later nothing is bound again.
+		time.Sleep(600 * time.Millisecond)
+		if !once() {
+			t.Fatalf("refusing=%v: bound twice: hook %+v", refusing, e.Harness.Bindings())
+		}
+		out, err := e.Harness.FireHook(ctx, "You are helpful.")
+		if err != nil || len(out) != 1 || strings.Count(string(out[0].Result), "code-runner") == 0 {
+			t.Fatalf("refusing=%v: %+v %v", refusing, out, err)
+		}
+		leaving.stop()
+		if err := e.WaitUntil(ctx, func() bool { return once() && sharedHolder(t, e) != holder && sharedHolder(t, e) != "" }); err != nil {
+			t.Fatalf("refusing=%v: after the holder left: hook %+v, console %+v", refusing, e.Harness.Bindings(), e.Bindings("console:script"))
+		}
+	}
+}
+
+// leavingID is the engine's connection id of the worker named name.
+func leavingID(t *testing.T, e *iiitest.Engine, name string) string {
+	t.Helper()
+	id, err := e.WaitWorker(ctxT(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// A configuration change reaches every worker of a group once (each one's
+// configuration trigger targets its own id), and new runtimes go where
+// there is a free slot: the holder's first, then — once it is full — the
+// other worker's, and capacity only when both are full.
+func TestAGroupSharesOneConfigurationAndSpreadsNewRuntimes(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e := engineMode(t, refusing)
+		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
+		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+		ctx := ctxT(t)
+		holder, other := "cr-b", "cr-a"
+		if refusing {
+			holder, other = "cr-a", "cr-b"
+		}
+		if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == holder && e.HasFunction("code-runner::run@"+Tag(other)) }); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // a hold round: each worker has seen the other
+		applied := func(s *served) int { return strings.Count(s.logs.String(), "configuration applied") }
+		beforeA, beforeB := applied(a), applied(b)
+		c := a.app.Store.Load().Config
+		c.MaxRuntimes = 1
+		if eb := e.Config.SetValue(ctx, "code-runner", json.RawMessage(c.JSON())); eb != nil {
+			t.Fatal(eb)
+		}
+		if err := e.WaitUntil(ctx, func() bool {
+			return a.app.Store.Load().Config.MaxRuntimes == 1 && b.app.Store.Load().Config.MaxRuntimes == 1
+		}); err != nil {
+			t.Fatalf("refusing=%v: the change reached a=%d b=%d", refusing, a.app.Store.Load().Config.MaxRuntimes, b.app.Store.Load().Config.MaxRuntimes)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if applied(a)-beforeA != 1 || applied(b)-beforeB != 1 {
+			t.Fatalf("refusing=%v: applied %d times on cr-a, %d on cr-b; want once each\n%s", refusing, applied(a)-beforeA, applied(b)-beforeB, a.logs.String())
+		}
+		keep := func() (string, string) {
+			out, eb := runNode(t, e, map[string]any{"keep": true, "code": "globalThis.n = 1; return 1"})
+			if eb != nil {
+				return "", eb.Code
+			}
+			id, _ := out["runtime_id"].(string)
+			return id, ""
+		}
+		first, code := keep()
+		if code != "" || !strings.HasPrefix(first, "rt-"+Tag(holder)) {
+			t.Fatalf("refusing=%v: the first kept runtime %q %s, want on %s", refusing, first, code, holder)
+		}
+		second, code := keep()
+		if code != "" || !strings.HasPrefix(second, "rt-"+Tag(other)) {
+			t.Fatalf("refusing=%v: the second kept runtime %q %s, want spread to %s", refusing, second, code, other)
+		}
+		if _, code := keep(); code != "code-runner::capacity" {
+			t.Fatalf("refusing=%v: a third with both workers full answered %q, want capacity", refusing, code)
+		}
+		// Both stay reachable through the shared id.
+		for _, id := range []string{first, second} {
+			out, eb := runNode(t, e, map[string]any{"runtime_id": id, "code": "return ++globalThis.n"})
+			if eb != nil || out["result"] != float64(2) {
+				t.Fatalf("refusing=%v: %s: %v %+v", refusing, id, out, eb)
+			}
+		}
+	}
+}
+
+// Two live code-runners whose names share a routing tag could not tell
+// their runtimes apart: the second is refused at start, naming both and
+// III_WORKER_NAME, and the first goes on serving.
+func TestAWorkerWhoseTagAnotherHasIsRefused(t *testing.T) {
+	twin := ""
+	for i := 0; twin == ""; i++ {
+		if n := fmt.Sprintf("cr-%d", i); Tag(n) == Tag("cr-a") && n != "cr-a" {
+			twin = n
+		}
+	}
+	e := newTestEngine(t)
+	startServe(t, e, ServeOptions{WorkerName: "cr-a"})
+	err := serveOnce(t, e, twin)
+	var tc *TagCollisionError
+	if !errors.As(err, &tc) || !strings.Contains(err.Error(), "III_WORKER_NAME") || !strings.Contains(err.Error(), `"cr-a"`) || !strings.Contains(err.Error(), `"`+twin+`"`) {
+		t.Fatalf("the twin %s returned %v", twin, err)
+	}
+	if out, eb := runNode(t, e, map[string]any{"code": "return 3"}); eb != nil || out["result"] != float64(3) {
+		t.Fatalf("%v %+v", out, eb)
+	}
+}
+
+// Hostile guests in a group: no guest publishes an id under code-runner::
+// — its own worker's per-worker ids, another worker's, one no worker has
+// yet — by register_function (the namespace is reserved) or, from inside
+// a runtime, iii.registerFunction or registerTriggerType (a runtime
+// publishes only inside its own namespace);
+// a runtime id forged with another worker's tag reaches that worker but no
+// runtime; and a per-worker id applies the same checks as the shared one.
+func TestGuestsCannotTakeOrForgeAGroupsIDs(t *testing.T) {
+	e := engineMode(t, false)
+	startServe(t, e, ServeOptions{WorkerName: "cr-a"})
+	startServe(t, e, ServeOptions{WorkerName: "cr-b"})
+	ctx := ctxT(t)
+	if err := e.WaitUntil(ctx, func() bool {
+		return e.HasFunction("code-runner::run@"+Tag("cr-a")) && e.HasFunction("code-runner::run@"+Tag("cr-b"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"code-runner::run@" + Tag("cr-a"), "code-runner::run@" + Tag("cr-b"), "code-runner::run@ffff", "code-runner::on-config-change@" + Tag("cr-b")}
+	for _, id := range ids {
+		res, eb, err := e.Invoke(ctx, "code-runner::register_function", map[string]any{"function_id": id, "lang": "node", "source": "function handler() { return 'hijacked' }"}, nil)
+		if err != nil || eb == nil || eb.Code != "code-runner::invalid_request" {
+			t.Fatalf("register_function %s: %s %+v %v", id, res, eb, err)
+		}
+	}
+	list, _ := json.Marshal(ids)
+	src := `globalThis.r = [];
+		for (const id of ` + string(list) + `) {
+			try { iii.registerFunction(id, () => 'hijacked'); r.push('ok') } catch (e) { r.push(e.message) }
+			try { iii.registerTriggerType({ id }, { registerTrigger() {}, unregisterTrigger() {} }); r.push('ok') } catch (e) { r.push(e.message) }
+		}
+		function handler() { return globalThis.r }`
+	if res, eb, err := e.Invoke(ctx, "code-runner::register_function", map[string]any{"function_id": "hostile::a", "lang": "node", "source": src}, nil); err != nil || eb != nil {
+		t.Fatalf("%s %+v %v", res, eb, err)
+	}
+	res, eb, err := e.Invoke(ctx, "hostile::a", map[string]any{}, nil)
+	var msgs []string
+	_ = json.Unmarshal(res, &msgs)
+	if err != nil || eb != nil || len(msgs) != 2*len(ids) {
+		t.Fatalf("%s %+v %v", res, eb, err)
+	}
+	for i, m := range msgs {
+		if !strings.Contains(m, `must start with this runtime's namespace "hostile::"`) {
+			t.Fatalf("registration %d (%s) answered %q", i, ids[i/2], m)
+		}
+	}
+	// Every per-worker id still answers as code-runner's own route.
+	for _, id := range ids[:2] {
+		out, eb, err := e.Invoke(ctx, id, map[string]any{"lang": "node", "code": "return 'real'"}, nil)
+		if err != nil || eb != nil || string(out) == "" || !strings.Contains(string(out), `"result":"real"`) {
+			t.Fatalf("%s after the attempts: %s %+v %v", id, out, eb, err)
+		}
+	}
+	// A runtime id forged under the other worker's tag reaches no runtime.
+	kept, eb := runNode(t, e, map[string]any{"keep": true, "code": "globalThis.secret = 42; return 1"})
+	if eb != nil {
+		t.Fatal(eb)
+	}
+	real := kept["runtime_id"].(string)
+	forged := real[:3+4] + strings.Repeat("0", 4) + real[3+8:] // same tag, other random bits
+	for _, fn := range []string{"code-runner::run", "code-runner::run@" + real[3:7]} {
+		if _, eb := func() (json.RawMessage, *iii.ErrorBody) {
+			r, eb, _ := e.Invoke(ctx, fn, map[string]any{"runtime_id": forged, "code": "return globalThis.secret"}, nil)
+			return r, eb
+		}(); eb == nil || eb.Code != "code-runner::runtime_not_found" {
+			t.Fatalf("%s with a forged id: %+v", fn, eb)
+		}
+	}
+	// The per-worker id makes the shared id's checks: an oversized code
+	// is refused alike.
+	big := strings.Repeat("x", 1<<20+1)
+	for _, fn := range []string{"code-runner::run", "code-runner::run@" + Tag("cr-a")} {
+		_, eb, _ := e.Invoke(ctx, fn, map[string]any{"lang": "node", "code": big}, nil)
+		if eb == nil || eb.Code != "code-runner::invalid_request" {
+			t.Fatalf("%s with oversized code: %+v", fn, eb)
+		}
 	}
 }

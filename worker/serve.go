@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	neturl "net/url"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -83,6 +82,10 @@ const preGenerateHook = "harness::hook::pre-generate"
 // error for a boot failure (for example an unreachable configuration
 // worker in engine mode) or a fatal rejection by the engine.
 func Serve(ctx context.Context, o ServeOptions) error {
+	// Whatever ends Serve — ctx, a fatal rejection, a watch error — ends
+	// every goroutine it started.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
@@ -95,6 +98,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		busy = o.Procs.Enter
 	}
 	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log, Admit: admit,
+		Contested: isShared,
 		OnRejected: func(code, detail string) {
 			err := fmt.Errorf("the engine rejected this worker (%s): %s", code, detail)
 			if code == "WORKER_NAMESPACE_CONFLICT" {
@@ -178,9 +182,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	tag := Tag(o.WorkerName) // this worker's routing tag (core/route.go)
 	peers := newPeerTags(tag)
 	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
-		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName},
+		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
-		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen,
+		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: spreader{client: client, peers: peers, self: o.WorkerName},
 		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
 	if err != nil {
 		return err
@@ -218,6 +222,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			wait = nameWait
 		}
 		taken, err := nameTaken(ctx, client, o.WorkerName, wait)
+		var collision *TagCollisionError
+		if errors.As(err, &collision) {
+			nameChecked <- err
+			return
+		}
 		if err != nil && ctx.Err() == nil {
 			log.Warn("could not ask the engine whether another worker has this worker's name; serving", "name", o.WorkerName, "err", err)
 		}
@@ -254,38 +263,44 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	pub := &Publisher{Client: client, Router: app.Router, Log: log, Tel: tel}
 	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
-	// The console UI: the content function, then one trigger per asset over
-	// this connection (never engine::register_trigger).
+	// The console UI's content function; its triggers, like the
+	// pre_generate hook's, are bound by the worker holding the shared ids
+	// (holderBindings).
 	pub.Publish(core.FnUIContent)
-	assets := &assetTriggers{client: client, ids: map[string]string{}}
-	for _, a := range ui.Assets {
-		assets.bind(a)
-	}
+	bindings := &holderBindings{client: client, log: log}
 	if dir, on := ui.WatchDir(envOr(o.Env, "III_CODE_RUNNER_UI_WATCH")); on {
 		go func() {
-			if err := ui.Watch(ctx, dir, app.UI, assets.rebind, log); err != nil {
+			if err := ui.Watch(ctx, dir, app.UI, bindings.rebind, log); err != nil {
 				log.Warn("console UI hot reload is off", "dir", dir, "err", err)
 			}
 		}()
 	}
-	client.RegisterTrigger(iii.Trigger{TriggerType: preGenerateHook, FunctionID: core.FnInjectGuidance, Config: json.RawMessage(`{"on_error":"fail_open"}`)})
 
 	var watchErr chan error
+	var reload *Reloader
 	if source == "file" {
 		fileSrc.Apply = func(c configsvc.Config) { _ = app.ApplyConfig(context.Background(), c, "config file") } // a refusal is logged
 		watchErr = make(chan error, 1)
 		go func() { watchErr <- fileSrc.Watch(ctx) }()
 	} else {
-		rl := &Reloader{App: app, Source: engineSrc, Label: label}
-		app.install(core.FnOnConfigChange, nil, rl.handle)
+		reload = &Reloader{App: app, Source: engineSrc, Label: label}
+		app.install(core.FnOnConfigChange, nil, reload.handle)
 		pub.Publish(core.FnOnConfigChange)
-		cfgJSON, _ := json.Marshal(map[string]any{"configuration_id": entryID, "event_types": []string{"configuration:updated"}})
-		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: core.FnOnConfigChange, Config: cfgJSON})
-		go rl.Refresh(ctx)
 	}
 	// This worker's own ids, after the shared ones (contract §20.2's order):
 	// other workers forward the runtimes it holds here.
 	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
+	if reload != nil {
+		// Every worker of a group applies each change once: its
+		// configuration trigger targets its own id (contract §24.4), bound
+		// last; the shared id stays for callers.
+		own := core.WorkerID(core.FnOnConfigChange, tag)
+		app.install(own, nil, reload.handle)
+		pub.Publish(own)
+		cfgJSON, _ := json.Marshal(map[string]any{"configuration_id": entryID, "event_types": []string{"configuration:updated"}})
+		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: own, Config: cfgJSON})
+		go reload.Refresh(ctx)
+	}
 	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
 	if source != "file" {
 		shared = append(shared, core.FnOnConfigChange)
@@ -294,7 +309,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if holdEvery <= 0 {
 		holdEvery = holdInterval
 	}
-	go holdSharedIDs(ctx, client, shared, holdEvery, peers, log)
+	go holdSharedIDs(ctx, client, o.WorkerName, shared, holdEvery, peers, bindings.hold, log)
 	go app.Sweeper().Run(ctx)
 	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
 	live := app.Store.Load().Config
@@ -318,31 +333,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 }
 
-// assetTriggers keeps one console trigger per asset path.
-type assetTriggers struct {
-	client *iii.Client
-	mu     sync.Mutex
-	ids    map[string]string
-}
-
-func (t *assetTriggers) bind(a ui.Asset) {
-	cfg, _ := json.Marshal(map[string]string{"path": a.Path})
-	id := t.client.RegisterTrigger(iii.Trigger{TriggerType: a.TriggerType, FunctionID: core.FnUIContent, Config: cfg})
-	t.mu.Lock()
-	t.ids[a.Path] = id
-	t.mu.Unlock()
-}
-
-// rebind registers a fresh trigger for the asset, then unregisters the
-// previous one.
-func (t *assetTriggers) rebind(a ui.Asset) {
-	t.mu.Lock()
-	old := t.ids[a.Path]
-	t.mu.Unlock()
-	t.bind(a)
-	if old != "" {
-		t.client.UnregisterTrigger(old)
+// isShared reports whether id is one of the ids every worker of a group
+// registers (a 0.23 engine refuses all but the first holder's).
+func isShared(id string) bool {
+	for _, s := range core.WorkerFunctionIDs {
+		if id == s {
+			return true
+		}
 	}
+	return false
 }
 
 func envOr(env func(string) (string, bool), key string) string {

@@ -72,7 +72,7 @@ func startServe(t testing.TB, e *iiitest.Engine, o ServeOptions) *served {
 	t.Cleanup(s.stop)
 	last := "code-runner::inject-guidance"
 	if o.ConfigSource == "engine" {
-		last = "code-runner::on-config-change"
+		last = "code-runner::on-config-change@" + Tag(o.WorkerName)
 	}
 	if err := e.WaitUntil(ctxT(t), func() bool { return e.HasFunction(last) }); err != nil {
 		t.Fatalf("functions never registered\n%s", logs.String())
@@ -391,8 +391,11 @@ func TestGuidanceHookBindingAndMutation(t *testing.T) {
 		t.Fatalf("undecodable payload: %s %+v", res, eb)
 	}
 	// The configuration trigger is bound with exactly the contract's config.
+	// It targets this worker's own id: in a group, every worker applies
+	// each change once (contract §24.4).
+	tag := Tag("code-runner")
 	cb := e.Bindings("configuration")
-	if len(cb) != 1 || cb[0].FunctionID != "code-runner::on-config-change" || string(cb[0].Config) != `{"configuration_id":"code-runner","event_types":["configuration:updated"]}` {
+	if len(cb) != 1 || cb[0].FunctionID != "code-runner::on-config-change@"+tag || string(cb[0].Config) != `{"configuration_id":"code-runner","event_types":["configuration:updated"]}` {
 		t.Fatalf("%+v", cb)
 	}
 	// Registration order: run, teardown, register_function, inject-guidance, …, on-config-change last.
@@ -402,9 +405,8 @@ func TestGuidanceHookBindingAndMutation(t *testing.T) {
 			order = append(order, r.Frame.ID)
 		}
 	}
-	// Then the worker's own per-worker ids (forwarded runtimes), last.
-	tag := Tag("code-runner")
-	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag+",code-runner::register_function@"+tag {
+	// Then the worker's own per-worker ids, its on-config-change last.
+	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag+",code-runner::register_function@"+tag+",code-runner::on-config-change@"+tag {
 		t.Fatalf("%v", order)
 	}
 }
