@@ -27,7 +27,7 @@ export async function startEngine(args = []) {
     url,
     child,
     async stop() {
-      if (child.exitCode !== null) return
+      if (child.exitCode !== null || child.signalCode !== null) return
       child.stdin.end()
       await once(child, 'exit')
     },
@@ -93,7 +93,7 @@ export async function startCodeRunner(url, caller, { seed, args = [], env = {} }
     child,
     logs: () => logs.join(''),
     async stop() {
-      if (child.exitCode !== null) return
+      if (child.exitCode !== null || child.signalCode !== null) return
       child.kill('SIGTERM')
       await once(child, 'exit')
     },
