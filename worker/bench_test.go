@@ -237,3 +237,61 @@ func BenchmarkTelemetryCost(b *testing.B) {
 		b.ReportMetric(float64(on.P(0.5))/float64(off.P(0.5)), "p50-on/off")
 	}
 }
+
+// BenchmarkForwardedKeptTurnOverBus: two workers on one engine (contract
+// §24). A kept runtime on each; turns through the shared code-runner::run
+// id, which the holder serves — on its own runtime directly, on the other
+// worker's by forwarding to that worker's per-worker id — interleaved in
+// one run, both languages: p50/p99 of each and the forwarded turn's p50
+// over the direct one's (target ≤ 1.5).
+func BenchmarkForwardedKeptTurnOverBus(b *testing.B) {
+	e := discardingEngine(b)
+	startServe(b, e, ServeOptions{WorkerName: "cr-a"})
+	startServe(b, e, ServeOptions{WorkerName: "cr-b"})
+	ctx := context.Background()
+	// A last-writer (0.22) engine: cr-b, the last to register, holds the
+	// shared ids.
+	if err := e.WaitUntil(ctx, func() bool {
+		res, _, _ := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": "code-runner::run", "include_internal": true}, nil)
+		return bytes.Contains(res, []byte(`"function_id":"code-runner::run","worker_name":"cr-b"`)) && bytes.Contains(res, []byte(`code-runner::run@`+Tag("cr-a")))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ lang, keep, turn string }{
+		{"node", "globalThis.n = 0; return 0", "return ++globalThis.n"},
+		{"python", "n = 0\nresult = n", "n += 1\nresult = n"},
+	} {
+		ids := map[string]string{}
+		for _, name := range []string{"cr-a", "cr-b"} {
+			raw, eb, err := e.Invoke(ctx, "code-runner::run@"+Tag(name), map[string]any{"lang": tc.lang, "keep": true, "code": tc.keep}, nil)
+			var kept struct {
+				RuntimeID string `json:"runtime_id"`
+			}
+			if err != nil || eb != nil || json.Unmarshal(raw, &kept) != nil || kept.RuntimeID == "" {
+				b.Fatalf("%s on %s: %s %+v %v", tc.lang, name, raw, eb, err)
+			}
+			ids[name] = kept.RuntimeID
+		}
+		turn := func(id string) time.Duration {
+			t := time.Now()
+			out, eb, err := e.Invoke(ctx, "code-runner::run", map[string]any{"runtime_id": id, "code": tc.turn}, nil)
+			d := time.Since(t)
+			if err != nil || eb != nil || !bytes.Contains(out, []byte(`"success":true`)) {
+				b.Fatalf("%v %+v %.200s", err, eb, out)
+			}
+			return d
+		}
+		for i := 0; i < 20; i++ { // warm both paths
+			turn(ids["cr-a"])
+			turn(ids["cr-b"])
+		}
+		var direct, forwarded benchutil.Samples
+		for i := 0; i < max(b.N, 200); i++ {
+			direct = append(direct, turn(ids["cr-b"]))
+			forwarded = append(forwarded, turn(ids["cr-a"]))
+		}
+		direct.Report(b, tc.lang+"-kept-direct")
+		forwarded.Report(b, tc.lang+"-kept-forwarded")
+		benchutil.Ratio(b, tc.lang+"-forwarded-over-direct-x", direct, forwarded)
+	}
+}

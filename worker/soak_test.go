@@ -5,6 +5,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -203,9 +204,13 @@ type soakRun struct {
 	ExitCode  int             `json:"exit_code"`
 }
 
+// errWrongAnswer marks an answer that arrived and was wrong — never
+// excused, not even by a kill (TestSoakGroup).
+var errWrongAnswer = errors.New("wrong answer")
+
 func expectResult(what string, got soakRun, want int) error {
 	if got.ExitCode != 0 || string(got.Result) != fmt.Sprint(want) {
-		return fmt.Errorf("%s: result %s exit %d, want %d", what, got.Result, got.ExitCode, want)
+		return fmt.Errorf("%w: %s: result %s exit %d, want %d", errWrongAnswer, what, got.Result, got.ExitCode, want)
 	}
 	return nil
 }
@@ -272,7 +277,7 @@ func registerCycle(i int) soakTask {
 			return err
 		}
 		if got != i*2 {
-			return fmt.Errorf("%s answered %d, want %d", id, got, i*2)
+			return fmt.Errorf("%w: %s answered %d, want %d", errWrongAnswer, id, got, i*2)
 		}
 		return soakCall(ctx, e, "code-runner::teardown", map[string]any{"namespace": ns}, nil)
 	}}
