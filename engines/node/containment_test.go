@@ -159,11 +159,17 @@ func TestFilesReadCostsAboutItsSize(t *testing.T) {
 		const back = iii.files.read('all');
 		let diff = 0; for (let i = 0; i < all.length; i++) if (back[i] !== all[i]) diff++;
 		return [z.length, nonzero, back.length, diff]`})
-	if err != nil || string(res.Result) != "[4194304,0,262144,0]" {
-		t.Fatalf("%v %s", err, res.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Result) != "[4194304,0,262144,0]" {
+		t.Fatalf("%s", res.Result)
 	}
 	res, err = r.run(t, map[string]any{"lang": "node", "code": `iii.files.write('full', new Uint8Array(8 << 20)); return iii.files.read('full').length`})
-	if err != nil || string(res.Result) != "8388608" {
+	if err != nil {
+		t.Fatalf("a file of the whole quota: %v", err)
+	}
+	if string(res.Result) != "8388608" {
 		t.Fatalf("a file of the whole quota: %v %s", err, res.Result)
 	}
 }
