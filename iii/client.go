@@ -632,6 +632,19 @@ func (c *Client) serve(cn *conn) {
 	}
 }
 
+// Announce reports the worker's metadata (engine::workers::register) again
+// on the live connection, so the engine fires engine::workers-available
+// (worker_metadata_updated) once what was registered since connecting is
+// in place; offline it does nothing (a reconnect reports it after
+// registering everything).
+func (c *Client) Announce() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.send(encodeFrame(c.metadataFrame()))
+	}
+}
+
 func (c *Client) metadataFrame() *Frame {
 	meta := map[string]any{
 		"runtime":     "go",

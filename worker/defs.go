@@ -44,12 +44,22 @@ var schemaFiles = map[string]string{
 	core.FnOnConfigChange:   "on-config-change",
 }
 
+// FnWorkersChanged is the base of each worker's own hook for the engine's
+// engine::workers-available events (only its per-worker form,
+// FnWorkersChanged + "@" + tag, is registered).
+const FnWorkersChanged = "code-runner::workers-changed"
+
 var internal = map[string]bool{core.FnInjectGuidance: true, core.FnUIContent: true, core.FnOnConfigChange: true}
 
-// DefOf returns the definition of one of the six ids, or of a per-worker
-// id of one of them (core.WorkerID: internal, the same schemas); it panics
-// for any other id (a programming error).
+// DefOf returns the definition of one of the six ids, of a per-worker id
+// of one of them (core.WorkerID: internal, the same schemas), or of a
+// worker's FnWorkersChanged hook; it panics for any other id (a
+// programming error).
 func DefOf(id string) Def {
+	if base, tag, ok := strings.Cut(id, "@"); ok && base == FnWorkersChanged {
+		return Def{ID: id, Description: "Internal: told by the engine (engine::workers-available) when a worker connects, leaves or reports itself, so the code-runner worker tagged " + tag + " checks at once who holds the shared ids (contract §24.3).",
+			Metadata: json.RawMessage(`{"internal":true}`)}
+	}
 	if shared, tag, ok := strings.Cut(id, "@"); ok {
 		d := DefOf(shared)
 		d.ID = id

@@ -118,7 +118,10 @@ const holdInterval = 2 * time.Second
 // Each listing also says whether this worker (self) holds the shared ids
 // — the engine names code-runner::run's worker — and hold is told
 // (holderBindings.hold).
-func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []string, interval time.Duration, peers *peerTags, hold func(bool), log *slog.Logger) {
+// A send on poke (the engine's engine::workers-available events: a worker
+// connected, left or reported itself) checks at once instead of at the
+// next tick.
+func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []string, interval time.Duration, poke <-chan struct{}, peers *peerTags, hold func(bool), log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	// The first listing, at start, learns the peers and the holder but
@@ -132,6 +135,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-poke:
 			}
 		}
 		if !client.Connected() {

@@ -494,3 +494,41 @@ func TestGuestsCannotTakeOrForgeAGroupsIDs(t *testing.T) {
 		}
 	}
 }
+
+// The engine's engine::workers-available events drive the takeover: with
+// the fallback timer set to an hour, a survivor still holds the shared ids
+// within seconds of the holder leaving, on both engine behaviours, and
+// knows the departed worker's runtimes as expired.
+func TestTheTakeoverFollowsTheEnginesWorkerEvents(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e := engineMode(t, refusing)
+		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: time.Hour})
+		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: time.Hour})
+		holder, leaving, staying := "cr-b", b, "cr-a"
+		if refusing {
+			holder, leaving, staying = "cr-a", a, "cr-b"
+		}
+		ctx := ctxT(t)
+		if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == holder }); err != nil {
+			t.Fatalf("refusing=%v: held by %q", refusing, sharedHolder(t, e))
+		}
+		res, eb, err := e.Invoke(ctx, "code-runner::run@"+Tag(holder), map[string]any{"lang": "node", "keep": true, "code": "return 1"}, nil)
+		var kept struct {
+			RuntimeID string `json:"runtime_id"`
+		}
+		if err != nil || eb != nil || json.Unmarshal(res, &kept) != nil {
+			t.Fatal(res, eb, err)
+		}
+		leaving.stop()
+		deadline := time.Now().Add(10 * time.Second)
+		for sharedHolder(t, e) != staying {
+			if time.Now().After(deadline) {
+				t.Fatalf("refusing=%v: 10 s after %s left the shared ids are held by %q", refusing, holder, sharedHolder(t, e))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, eb := runNode(t, e, map[string]any{"runtime_id": kept.RuntimeID, "code": "return 2"}); eb == nil || eb.Code != "code-runner::expired" {
+			t.Fatalf("refusing=%v: the departed holder's runtime answered %+v, want expired", refusing, eb)
+		}
+	}
+}

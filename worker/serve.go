@@ -290,6 +290,21 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// This worker's own ids, after the shared ones (contract §20.2's order):
 	// other workers forward the runtimes it holds here.
 	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
+	// The engine says when a worker connects, leaves or reports itself
+	// (after registering its functions): the hold check runs at once, so a
+	// departed holder's ids are taken over and a new peer is known without
+	// waiting for the timer, which stays as the fallback.
+	poke := make(chan struct{}, 1)
+	changed := core.WorkerID(FnWorkersChanged, tag)
+	app.install(changed, nil, func(context.Context, *core.Call) (any, error) {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+		return map[string]bool{"ok": true}, nil
+	})
+	pub.Publish(changed)
+	client.RegisterTrigger(iii.Trigger{TriggerType: "engine::workers-available", FunctionID: changed, Config: json.RawMessage(`{}`)})
 	if reload != nil {
 		// Every worker of a group applies each change once: its
 		// configuration trigger targets its own id (contract §24.4), bound
@@ -309,7 +324,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if holdEvery <= 0 {
 		holdEvery = holdInterval
 	}
-	go holdSharedIDs(ctx, client, o.WorkerName, shared, holdEvery, peers, bindings.hold, log)
+	go holdSharedIDs(ctx, client, o.WorkerName, shared, holdEvery, poke, peers, bindings.hold, log)
+	// Everything is registered: reporting the metadata again makes the
+	// engine tell the other workers (engine::workers-available), which then
+	// know this one's ids at once.
+	client.Announce()
 	go app.Sweeper().Run(ctx)
 	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
 	live := app.Store.Load().Config

@@ -406,7 +406,7 @@ func TestGuidanceHookBindingAndMutation(t *testing.T) {
 		}
 	}
 	// Then the worker's own per-worker ids, its on-config-change last.
-	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag+",code-runner::register_function@"+tag+",code-runner::on-config-change@"+tag {
+	if strings.Join(order, ",") != "code-runner::run,code-runner::teardown,code-runner::register_function,code-runner::inject-guidance,code-runner::ui-content,code-runner::on-config-change,code-runner::run@"+tag+",code-runner::teardown@"+tag+",code-runner::register_function@"+tag+",code-runner::workers-changed@"+tag+",code-runner::on-config-change@"+tag {
 		t.Fatalf("%v", order)
 	}
 }

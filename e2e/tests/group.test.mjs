@@ -73,10 +73,6 @@ for (const version of ['0.22', '0.23']) {
       // SIGKILL the holder: another worker serves the shared ids within
       // seconds, the dead worker's runtime answers expired, the survivor's
       // keeps its globals.
-      // A worker learns its peers from the engine's function list, read
-      // every 2 s: a runtime of a worker that died before any other had
-      // listed it would answer runtime_not_found (never seen), not expired.
-      await new Promise((r) => setTimeout(r, 2500))
       const dead = await holder()
       const alive = dead === 'cr-a' ? 'cr-b' : 'cr-a'
       workers[dead].child.kill('SIGKILL')

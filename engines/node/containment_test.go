@@ -150,7 +150,9 @@ func TestNativeCallsDoNotLeak(t *testing.T) {
 // back exactly.
 func TestFilesReadCostsAboutItsSize(t *testing.T) {
 	r := newRig(t, nil, nil, nil)
-	res, err := r.run(t, map[string]any{"lang": "node", "code": `
+	// Generous deadlines: the test is about bytes, and under the race
+	// detector on a loaded machine a 8 MiB copy takes seconds.
+	res, err := r.run(t, map[string]any{"lang": "node", "timeout_ms": 60000, "code": `
 		iii.files.write('zeros', new Uint8Array(4 << 20));
 		const z = iii.files.read('zeros');
 		let nonzero = 0; for (let i = 0; i < z.length; i++) if (z[i] !== 0) nonzero++;
@@ -165,7 +167,7 @@ func TestFilesReadCostsAboutItsSize(t *testing.T) {
 	if string(res.Result) != "[4194304,0,262144,0]" {
 		t.Fatalf("%s", res.Result)
 	}
-	res, err = r.run(t, map[string]any{"lang": "node", "code": `iii.files.write('full', new Uint8Array(8 << 20)); return iii.files.read('full').length`})
+	res, err = r.run(t, map[string]any{"lang": "node", "timeout_ms": 60000, "code": `iii.files.write('full', new Uint8Array(8 << 20)); return iii.files.read('full').length`})
 	if err != nil {
 		t.Fatalf("a file of the whole quota: %v", err)
 	}
