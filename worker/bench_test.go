@@ -8,7 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,24 +242,42 @@ func BenchmarkTelemetryCost(b *testing.B) {
 }
 
 // BenchmarkForwardedKeptTurnOverBus: two workers on one engine (contract
-// §24). A kept runtime on each; turns through the shared code-runner::run
-// id, which the holder serves — on its own runtime directly, on the other
+// §24), each the real binary in its own process as operators run them. A
+// kept runtime on each; turns through the shared code-runner::run id,
+// which the holder serves — on its own runtime directly, on the other
 // worker's by forwarding to that worker's per-worker id — interleaved in
 // one run, both languages: p50/p99 of each and the forwarded turn's p50
 // over the direct one's (target ≤ 1.5).
 func BenchmarkForwardedKeptTurnOverBus(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "code-runner")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/code-runner").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
 	e := discardingEngine(b)
-	startServe(b, e, ServeOptions{WorkerName: "cr-a"})
-	startServe(b, e, ServeOptions{WorkerName: "cr-b"})
 	ctx := context.Background()
+	for _, name := range []string{"cr-a", "cr-b"} {
+		cmd := exec.Command(bin, "serve", "--url", e.URL())
+		cmd.Env = append(os.Environ(), "III_WORKER_NAME="+name)
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+		wctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+		err := e.WaitUntil(wctx, func() bool { return e.HasFunction("code-runner::on-config-change@" + Tag(name)) })
+		cancel()
+		if err != nil {
+			b.Fatalf("%s never served", name)
+		}
+	}
 	// A last-writer (0.22) engine: cr-b, the last to register, holds the
 	// shared ids.
 	if err := e.WaitUntil(ctx, func() bool {
 		res, _, _ := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": "code-runner::run", "include_internal": true}, nil)
-		return bytes.Contains(res, []byte(`"function_id":"code-runner::run","worker_name":"cr-b"`)) && bytes.Contains(res, []byte(`code-runner::run@`+Tag("cr-a")))
+		return bytes.Contains(res, []byte(`"function_id":"code-runner::run","worker_name":"cr-b"`))
 	}); err != nil {
 		b.Fatal(err)
 	}
+	time.Sleep(3 * time.Second) // pools fill
 	for _, tc := range []struct{ lang, keep, turn string }{
 		{"node", "globalThis.n = 0; return 0", "return ++globalThis.n"},
 		{"python", "n = 0\nresult = n", "n += 1\nresult = n"},
