@@ -72,9 +72,6 @@ func (p *Pipeline) With(snap *configsvc.Snapshot) *Pipeline {
 	return NewPipeline(snap, p.terminal, stages...)
 }
 
-// Snapshot returns the configuration snapshot the current chain serves.
-func (p *Pipeline) Snapshot() *configsvc.Snapshot { return p.cur.Load().snap }
-
 // Serve runs call through the current chain with call.Config set to that
 // chain's configuration.
 func (p *Pipeline) Serve(ctx context.Context, call *Call) (any, error) {

@@ -301,11 +301,3 @@ func (r *Registry) FunctionOwner(id string) string {
 	defer r.mu.Unlock()
 	return r.fnIDs[id]
 }
-
-// FunctionCount returns how many ids are claimed (the registry logs only
-// counts, never ids of runtimes).
-func (r *Registry) FunctionCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.fnIDs)
-}

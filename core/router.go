@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,23 +99,6 @@ func (r *Router) Remove(functionID string) {
 	if _, ok := r.table.Load().routes[functionID]; ok {
 		r.update(func(t *routeTable) { delete(t.routes, functionID) })
 	}
-}
-
-// IDs returns the routed function ids, sorted.
-func (r *Router) IDs() []string {
-	t := r.table.Load()
-	ids := make([]string, 0, len(t.routes))
-	for id := range t.routes {
-		ids = append(ids, id)
-	}
-	r.dynamic.Range(func(k, _ any) bool {
-		if _, static := t.routes[k.(string)]; !static {
-			ids = append(ids, k.(string))
-		}
-		return true
-	})
-	sort.Strings(ids)
-	return ids
 }
 
 // Reconfigure moves every route to snap, keeping its stages: each static

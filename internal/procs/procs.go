@@ -99,19 +99,6 @@ func (g *Governor) check() {
 	g.set(g.low)
 }
 
-// Procs returns the GOMAXPROCS the governor last applied.
-func (g *Governor) Procs() int {
-	if g == nil {
-		return 0
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.raised {
-		return g.high
-	}
-	return g.low
-}
-
 // Close stops lowering and leaves GOMAXPROCS at high, as a worker without a
 // governor runs.
 func (g *Governor) Close() {
