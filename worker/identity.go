@@ -36,6 +36,31 @@ func (e *TagCollisionError) Error() string {
 	return fmt.Sprintf("worker names %q and %q (another live code-runner on this engine) have the same routing tag %s, so their runtime ids could not be told apart: give this worker another name with III_WORKER_NAME", e.Name, e.Other, Tag(e.Name))
 }
 
+// workerRow is the part of an engine::workers::list row code-runner reads.
+type workerRow struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Active int    `json:"active_invocations"`
+}
+
+// listWorkers asks the engine for its connected workers within timeout.
+func listWorkers(ctx context.Context, client *iii.Client, timeout time.Duration) ([]workerRow, error) {
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::workers::list", Data: json.RawMessage(`{}`), Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("engine::workers::list: %w", err)
+	}
+	var out struct {
+		Workers []workerRow `json:"workers"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, fmt.Errorf("engine::workers::list answered %.200s: %w", res, err)
+	}
+	return out.Workers, nil
+}
+
 // nameTaken asks the engine (engine::workers::list) whether another live
 // worker reports name, waiting up to wait for one that does to go. It
 // reports true when one stays; an error means the engine could not say,
@@ -44,23 +69,12 @@ func (e *TagCollisionError) Error() string {
 func nameTaken(ctx context.Context, client *iii.Client, name string, wait time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::workers::list", Data: json.RawMessage(`{}`), Timeout: 5 * time.Second})
-		cancel()
+		workers, err := listWorkers(ctx, client, 5*time.Second)
 		if err != nil {
-			return false, fmt.Errorf("engine::workers::list: %w", err)
-		}
-		var out struct {
-			Workers []struct {
-				ID   string `json:"id"`
-				Name string `json:"name"`
-			} `json:"workers"`
-		}
-		if err := json.Unmarshal(res, &out); err != nil {
-			return false, fmt.Errorf("engine::workers::list answered %.200s: %w", res, err)
+			return false, err
 		}
 		self, dup := client.WorkerID(), false
-		for _, w := range out.Workers {
+		for _, w := range workers {
 			if w.Name == name && w.ID != self {
 				dup = true
 			}
@@ -238,28 +252,16 @@ type spreader struct {
 
 // Peers implements core.Spreader.
 func (s spreader) Peers(ctx context.Context) ([]string, error) {
-	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	res, err := s.client.Invoke(lctx, iii.Call{FunctionID: "engine::workers::list", Data: json.RawMessage(`{}`), Timeout: 2 * time.Second})
+	workers, err := listWorkers(ctx, s.client, 2*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("engine::workers::list: %w", err)
-	}
-	var out struct {
-		Workers []struct {
-			Name   string `json:"name"`
-			Status string `json:"status"`
-			Active int    `json:"active_invocations"`
-		} `json:"workers"`
-	}
-	if err := json.Unmarshal(res, &out); err != nil {
-		return nil, fmt.Errorf("engine::workers::list answered %.200s: %w", res, err)
+		return nil, err
 	}
 	type peer struct {
 		tag    string
 		active int
 	}
 	var ps []peer
-	for _, w := range out.Workers {
+	for _, w := range workers {
 		tag := Tag(w.Name)
 		if w.Name == s.self || w.Status != "connected" || !s.peers.Seen(tag) {
 			continue

@@ -64,25 +64,7 @@ func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 		e := engineMode(t, refusing)
 		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
 		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
-		holder := func() string {
-			res, eb, err := e.Invoke(ctxT(t), "engine::functions::list", map[string]any{"prefix": "code-runner::run", "include_internal": true}, nil)
-			if err != nil || eb != nil {
-				t.Fatal(err, eb)
-			}
-			var out struct {
-				Functions []struct {
-					FunctionID string `json:"function_id"`
-					WorkerName string `json:"worker_name"`
-				} `json:"functions"`
-			}
-			_ = json.Unmarshal(res, &out)
-			for _, f := range out.Functions {
-				if f.FunctionID == "code-runner::run" {
-					return f.WorkerName
-				}
-			}
-			return ""
-		}
+		holder := func() string { return sharedHolder(t, e) }
 		// 0.22: the last to register holds the ids; 0.23: the first.
 		first, leaving, staying := "cr-b", b, "cr-a"
 		if refusing {
