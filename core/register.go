@@ -224,15 +224,11 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 // per-worker register_function id (target); gone is the answer when that
 // worker left.
 func (n *Namespaces) forwardRegister(ctx context.Context, call *Call, target string, gone *Error) (any, error) {
-	res, err := n.Run.forwardTo(ctx, call, target, call.Budget, gone)
+	out, err := forwardAs[RegisterResponse](ctx, n.Run, call, target, gone, "the worker serving this namespace answered something that is not a registration response; retry")
 	if err != nil {
-		return nil, err
+		return nil, err // a nil any, not a nil *RegisterResponse
 	}
-	var out RegisterResponse
-	if err := json.Unmarshal(res, &out); err != nil {
-		return nil, &Error{Code: CodeEngine, Text: "the worker serving this namespace answered something that is not a registration response; retry", Cause: err}
-	}
-	return &out, nil
+	return out, nil
 }
 
 // servesNamespace reports whether this worker has a runtime for ns in

@@ -135,18 +135,28 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	return response(call, out, ""), nil
 }
 
-// forwardRun runs call on another worker's per-worker run id (target) and
-// decodes its run response; gone is the answer when that worker left.
+// forwardRun runs call on another worker's per-worker run id (target);
+// gone is the answer when that worker left.
 func (s *RunService) forwardRun(ctx context.Context, call *Call, target string, gone *Error) (any, error) {
+	out, err := forwardAs[RunResponse](ctx, s, call, target, gone, "the worker that ran this call answered something that is not a run response; retry")
+	if err != nil {
+		return nil, err // a nil any, not a nil *RunResponse
+	}
+	return out, nil
+}
+
+// forwardAs forwards call to target (forwardTo) and decodes the answer as
+// a T; unreadable is the error text for an answer that is not one.
+func forwardAs[T any](ctx context.Context, s *RunService, call *Call, target string, gone *Error, unreadable string) (*T, error) {
 	res, err := s.forwardTo(ctx, call, target, call.Budget, gone)
 	if err != nil {
 		return nil, err
 	}
-	var out RunResponse
-	if err := json.Unmarshal(res, &out); err != nil {
-		return nil, &Error{Code: CodeEngine, Text: "the worker that ran this call answered something that is not a run response; retry", Cause: err}
+	out := new(T)
+	if err := json.Unmarshal(res, out); err != nil {
+		return nil, &Error{Code: CodeEngine, Text: unreadable, Cause: err}
 	}
-	return &out, nil
+	return out, nil
 }
 
 func (s *RunService) runKept(ctx context.Context, call *Call, req *RunRequest, k *Kept) (any, error) {

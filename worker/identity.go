@@ -241,6 +241,11 @@ func (p *peerTags) Seen(tag string) bool {
 	return p.seen[tag]
 }
 
+// spreadListFresh is how long a spreader reuses one engine::workers::list
+// answer: a full worker answering a burst of calls (a guest looping on
+// code-runner::run, say) asks the engine once, not once per call.
+const spreadListFresh = 250 * time.Millisecond
+
 // spreader is core.Spreader over engine::workers::list: the other
 // connected workers whose per-worker run id was seen (code-runners), the
 // fewest active invocations first.
@@ -248,10 +253,29 @@ type spreader struct {
 	client *iii.Client
 	peers  *peerTags
 	self   string // this worker's name
+
+	mu   sync.Mutex
+	at   time.Time // when tags was listed
+	tags []string
 }
 
 // Peers implements core.Spreader.
-func (s spreader) Peers(ctx context.Context) ([]string, error) {
+func (s *spreader) Peers(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.at.IsZero() && time.Since(s.at) < spreadListFresh {
+		return s.tags, nil
+	}
+	tags, err := s.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.at, s.tags = time.Now(), tags
+	return tags, nil
+}
+
+// list asks the engine for the other code-runners, least loaded first.
+func (s *spreader) list(ctx context.Context) ([]string, error) {
 	workers, err := listWorkers(ctx, s.client, 2*time.Second)
 	if err != nil {
 		return nil, err
