@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/code-runner-go/code-runner/limits"
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
@@ -87,7 +88,7 @@ func PayloadLimit(max int) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *Call) (any, error) {
 			if n := len(call.Payload); n > max {
-				return nil, Errorf(CodeInvalidRequest, "%s", OverMax("payload", n, max))
+				return nil, Errorf(CodeInvalidRequest, "%s", limits.OverMax("payload", n, max))
 			}
 			return next(ctx, call)
 		}

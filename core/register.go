@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/code-runner-go/code-runner/limits"
 	"regexp"
 	"sort"
 	"strings"
@@ -133,18 +134,18 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 			}
 		}
 	}
-	if l := len(req.FunctionID); l > MaxFunctionIDBytes {
+	if l := len(req.FunctionID); l > limits.MaxFunctionIDBytes {
 		prefix := req.FunctionID
 		if utf8.RuneCountInString(prefix) > 40 {
 			prefix = string([]rune(prefix)[:40])
 		}
-		return nil, Errorf(CodeInvalidRequest, "%s", OverLimit(fmt.Sprintf("function id %q…", prefix), l, MaxFunctionIDBytes))
+		return nil, Errorf(CodeInvalidRequest, "%s", limits.OverLimit(fmt.Sprintf("function id %q…", prefix), l, limits.MaxFunctionIDBytes))
 	}
-	if req.Description != nil && len(*req.Description) > MaxDescriptionBytes {
-		return nil, Errorf(CodeInvalidRequest, "%s", OverLimit("description", len(*req.Description), MaxDescriptionBytes))
+	if req.Description != nil && len(*req.Description) > limits.MaxDescriptionBytes {
+		return nil, Errorf(CodeInvalidRequest, "%s", limits.OverLimit("description", len(*req.Description), limits.MaxDescriptionBytes))
 	}
-	if len(req.Source) > MaxCodeBytes {
-		return nil, Errorf(CodeInvalidRequest, "%s", OverMax("source", len(req.Source), MaxCodeBytes))
+	if len(req.Source) > limits.MaxCodeBytes {
+		return nil, Errorf(CodeInvalidRequest, "%s", limits.OverMax("source", len(req.Source), limits.MaxCodeBytes))
 	}
 	seg, _, found := strings.Cut(req.FunctionID, "::")
 	if !found || seg == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/code-runner-go/code-runner/limits"
 	"log/slog"
 	"sort"
 	"time"
@@ -205,8 +206,8 @@ func (s *RunService) engine(lang Lang) (Engine, error) {
 }
 
 func checkCodeSize(code string) error {
-	if len(code) > MaxCodeBytes {
-		return Errorf(CodeInvalidRequest, "%s", OverMax("code", len(code), MaxCodeBytes))
+	if len(code) > limits.MaxCodeBytes {
+		return Errorf(CodeInvalidRequest, "%s", limits.OverMax("code", len(code), limits.MaxCodeBytes))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/code-runner-go/code-runner/limits"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +136,7 @@ func TestRunValidationOrder(t *testing.T) {
 	tests := []struct{ payload, want string }{
 		{`{"code":"x"}`, "code-runner::invalid_request: `lang` is required when there is no `runtime_id`: \"node\" or \"python\""},
 		{`{"code":"x","runtime_id":"rt-does-not-exist"}`, "code-runner::runtime_not_found: unknown runtime_id rt-does-not-exist"},
-		{`{"code":"` + strings.Repeat("a", MaxCodeBytes+1) + `","lang":"node"}`, "code-runner::invalid_request: code is 1048577 bytes; max 1048576"},
+		{`{"code":"` + strings.Repeat("a", limits.MaxCodeBytes+1) + `","lang":"node"}`, "code-runner::invalid_request: code is 1048577 bytes; max 1048576"},
 	}
 	for _, tc := range tests {
 		if _, err := h.run(t, tc.payload); err == nil || err.Error() != tc.want {

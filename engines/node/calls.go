@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/code-runner-go/code-runner/limits"
 	"strings"
 	"time"
 
@@ -107,11 +108,11 @@ func (r *runtime) checkIDAndDescription(id string, description *string) error {
 	if err := r.checkNamespace(id); err != nil {
 		return err
 	}
-	if n := len(id); n > core.MaxFunctionIDBytes {
-		return errors.New(core.OverLimit("function id", n, core.MaxFunctionIDBytes))
+	if n := len(id); n > limits.MaxFunctionIDBytes {
+		return errors.New(limits.OverLimit("function id", n, limits.MaxFunctionIDBytes))
 	}
-	if description != nil && len(*description) > core.MaxDescriptionBytes {
-		return errors.New(core.OverLimit("description", len(*description), core.MaxDescriptionBytes))
+	if description != nil && len(*description) > limits.MaxDescriptionBytes {
+		return errors.New(limits.OverLimit("description", len(*description), limits.MaxDescriptionBytes))
 	}
 	return nil
 }
@@ -135,7 +136,7 @@ func (r *runtime) checkOthers(ctx context.Context, what, id string) error {
 func (r *runtime) countLocked() int { return len(r.fns) + len(r.triggers) + len(r.ttypes) }
 
 func budgetErr() error {
-	return fmt.Errorf("this runtime already holds %d registrations (functions, triggers, and trigger types share one budget); reuse an id or tear the runtime down", core.MaxRegistrations)
+	return fmt.Errorf("this runtime already holds %d registrations (functions, triggers, and trigger types share one budget); reuse an id or tear the runtime down", limits.MaxRegistrations)
 }
 
 type registerArgs struct {
@@ -171,7 +172,7 @@ func (r *runtime) registerFunction(ctx context.Context, raw json.RawMessage) err
 	}
 	r.mu.Lock()
 	held := r.fns[a.ID]
-	if !held && r.countLocked() >= core.MaxRegistrations {
+	if !held && r.countLocked() >= limits.MaxRegistrations {
 		r.mu.Unlock()
 		return budgetErr()
 	}
@@ -265,7 +266,7 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 			return d.Result, nil
 		case hostproto.StatusQuota:
 			return nil, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
-		case "missing":
+		case hostproto.StatusMissing:
 			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
 		}
 		return nil, core.Errorf(core.CodeHandlerError, "%s", d.Error)
@@ -294,11 +295,11 @@ func (r *runtime) registerTrigger(raw json.RawMessage) (string, error) {
 	if err := core.CheckOwnID(core.WhatTarget, a.FunctionID); err != nil {
 		return "", errors.New(err.Text)
 	}
-	if n := len(a.Config); n > core.MaxTriggerConfigBytes {
-		return "", errors.New(core.OverLimit("trigger config", n, core.MaxTriggerConfigBytes))
+	if n := len(a.Config); n > limits.MaxTriggerConfigBytes {
+		return "", errors.New(limits.OverLimit("trigger config", n, limits.MaxTriggerConfigBytes))
 	}
 	r.mu.Lock()
-	if r.countLocked() >= core.MaxRegistrations {
+	if r.countLocked() >= limits.MaxRegistrations {
 		r.mu.Unlock()
 		return "", budgetErr()
 	}
@@ -351,7 +352,7 @@ func (r *runtime) registerTriggerType(ctx context.Context, raw json.RawMessage) 
 		}
 	}
 	r.mu.Lock()
-	if !held && r.countLocked() >= core.MaxRegistrations {
+	if !held && r.countLocked() >= limits.MaxRegistrations {
 		r.mu.Unlock()
 		return budgetErr()
 	}
@@ -413,7 +414,7 @@ func (t *typeProvider) call(ctx context.Context, kind string, b core.Binding) er
 		return err
 	}
 	if d.Status != hostproto.StatusOK {
-		if d.Status == "missing" {
+		if d.Status == hostproto.StatusMissing {
 			return errors.New("trigger_type_not_found: this runtime no longer provides " + t.typeID)
 		}
 		return errors.New(d.Error)

@@ -51,9 +51,9 @@ func (r *runtime) Define(ctx context.Context, def core.Definition) error {
 	case hostproto.StatusOK:
 		r.remember(def)
 		return nil
-	case "parse":
+	case hostproto.StatusParse:
 		return core.Errorf(core.CodeInvalidRequest, `handler for %s does not parse: %s. Source must define handler(payload) — write, for example, "export function handler(p) { ... }" or "const handler = (p) => { ... }".`, def.FunctionID, d.Error)
-	case "threw", hostproto.StatusError:
+	case hostproto.StatusThrew, hostproto.StatusError:
 		return core.Errorf(core.CodeInvalidRequest, "handler for %s threw while being defined: %s", def.FunctionID, d.Error)
 	case hostproto.StatusQuota:
 		return core.Errorf(core.CodeResourceExhausted, "%s", d.Error)

@@ -561,15 +561,15 @@ func (r *runtime) markDead() {
 
 func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 	switch d.Status {
-	case hostproto.StatusOK, hostproto.StatusError, hostproto.StatusQuota, "missing", "threw", "parse", "refused":
+	case hostproto.StatusOK, hostproto.StatusError, hostproto.StatusQuota, hostproto.StatusMissing, hostproto.StatusThrew, hostproto.StatusParse, hostproto.StatusRefused:
 		return d, nil
-	case hostproto.StatusTimeout, "died:timeout":
+	case hostproto.StatusTimeout, hostproto.StatusDiedTimeout:
 		r.markDead()
 		return nil, core.ErrTimeout()
-	case hostproto.StatusMemory, "died:memory":
+	case hostproto.StatusMemory, hostproto.StatusDiedMemory:
 		r.markDead()
 		return nil, core.ErrNodeMemory()
-	case "died:detached":
+	case hostproto.StatusDiedDetached:
 		// Its own detached work overran while this task waited unread.
 		r.markDead()
 		if !r.isNamespaceRuntime() {

@@ -236,7 +236,7 @@ func (p *hostProc) readLoop(fr *hostproto.FrameReader, ready chan *hostproto.Msg
 	onExit := p.onExit
 	p.mu.Unlock()
 	for id, ch := range waiters {
-		ch <- &hostproto.Msg{T: "done", Task: id, Status: "died:" + reason}
+		ch <- &hostproto.Msg{T: "done", Task: id, Status: hostproto.Died(reason)}
 	}
 	close(p.exited)
 	if onExit != nil {

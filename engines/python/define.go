@@ -3,6 +3,7 @@ package python
 import (
 	"context"
 	"encoding/json"
+	"github.com/code-runner-go/code-runner/limits"
 	"strings"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
@@ -50,7 +51,7 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 			desc = *def.Description
 		}
 		bus.RegisterFunction(core.FunctionRegistration{ID: def.FunctionID, Description: desc, RequestFormat: def.RequestFormat, ResponseFormat: def.ResponseFormat,
-			PayloadLimit: core.MaxPayloadBytes},
+			PayloadLimit: limits.MaxPayloadBytes},
 			r.invokeHandler(def.FunctionID))
 	}
 	return nil

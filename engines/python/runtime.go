@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/code-runner-go/code-runner/limits"
 	"sort"
 	"strings"
 	"sync"
@@ -504,15 +505,15 @@ func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, 
 		core.NoteRefusal(ctx, r.e.opts.Transport, functionID)
 		return replyFrame(false, msg)
 	}
-	if len(ev) > core.MaxGuestRequestBytes {
-		return refuse("", fmt.Sprintf("iii request exceeded %d bytes and was refused", core.MaxGuestRequestBytes))
+	if len(ev) > limits.MaxGuestRequestBytes {
+		return refuse("", fmt.Sprintf("iii request exceeded %d bytes and was refused", limits.MaxGuestRequestBytes))
 	}
 	var req guestRequest
 	if err := json.Unmarshal(ev, &req); err != nil {
 		return refuse("", "malformed iii request: "+err.Error())
 	}
-	if n := len(req.FunctionID); n > core.MaxFunctionIDBytes {
-		return refuse("", core.OverMax("function_id", n, core.MaxFunctionIDBytes))
+	if n := len(req.FunctionID); n > limits.MaxFunctionIDBytes {
+		return refuse("", limits.OverMax("function_id", n, limits.MaxFunctionIDBytes))
 	}
 	var payloadText string
 	if err := json.Unmarshal(req.Payload, &payloadText); err != nil || !json.Valid([]byte(payloadText)) {

@@ -76,7 +76,23 @@ const (
 	StatusMemory  = "memory"  // the heap cap was hit; the isolate is dead
 	StatusQuota   = "quota"   // an iii.files quota refusal escaped; error holds its text
 	StatusDead    = "dead"    // the isolate died for another task's kill
+	// Statuses of the prelude's define and handler tasks (prelude.js
+	// writes the same strings).
+	StatusParse   = "parse"   // the source does not compile; error holds the text
+	StatusThrew   = "threw"   // defining or running a handler threw; error holds the text
+	StatusMissing = "missing" // no handler of that id (it was unregistered)
+	StatusRefused = "refused" // a registration the prelude refused; error holds the text
+	// The supervisor's statuses, never a host's: the host died with the
+	// task in flight, killed for the task's deadline, for memory, or for
+	// its own detached work (Died names the rest).
+	StatusDiedTimeout  = "died:timeout"
+	StatusDiedMemory   = "died:memory"
+	StatusDiedDetached = "died:detached"
 )
+
+// Died is the status the supervisor gives a task whose host died for
+// reason (a kill reason such as "timeout", or "engine").
+func Died(reason string) string { return "died:" + reason }
 
 type FrameWriter struct {
 	W io.Writer

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/code-runner-go/code-runner/limits"
 	"io"
 	"os"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/capsfilter"
-	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
@@ -763,16 +763,16 @@ func (h *host) trigger(arg string) nativeResult {
 	if err := json.Unmarshal([]byte(headText), &head); err != nil {
 		return fail("malformed iii request: %v", err)
 	}
-	if n := len(head.FunctionID); n > core.MaxFunctionIDBytes {
-		return fail("%s", core.OverLimit("function id", n, core.MaxFunctionIDBytes))
+	if n := len(head.FunctionID); n > limits.MaxFunctionIDBytes {
+		return fail("%s", limits.OverLimit("function id", n, limits.MaxFunctionIDBytes))
 	}
-	if n := len(payload); n > core.MaxPayloadBytes {
-		return fail("%s", core.OverLimit("payload", n, core.MaxPayloadBytes))
+	if n := len(payload); n > limits.MaxPayloadBytes {
+		return fail("%s", limits.OverLimit("payload", n, limits.MaxPayloadBytes))
 	}
 	var action json.RawMessage
 	if head.Action != nil {
-		if n := len(*head.Action); n > core.MaxActionBytes {
-			return fail("%s", core.OverLimit("action", n, core.MaxActionBytes))
+		if n := len(*head.Action); n > limits.MaxActionBytes {
+			return fail("%s", limits.OverLimit("action", n, limits.MaxActionBytes))
 		}
 		if *head.Action == "void" {
 			action = json.RawMessage(`{"type":"void"}`)
@@ -864,7 +864,7 @@ func (h *host) define(m *hostproto.Msg) (int, bool) {
 			v, err = h.ctx.RunScript("(function () {"+src+"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
 		}
 		if err != nil {
-			h.finish(m.Task, "parse", jsErrorText(err), nil)
+			h.finish(m.Task, hostproto.StatusParse, jsErrorText(err), nil)
 			return nil
 		}
 		_, err = h.api.MethodCall("define", h.num(m.Task), h.str(m.FunctionID), v, h.str(string(orNull(m.Payload))))

@@ -1,6 +1,8 @@
-package core
+package limits
 
-import "testing"
+import (
+	"testing"
+)
 
 // TestLimitTextsAreTheContractsWords pins the two size-refusal shapes every
 // engine builds its texts from, with the limits they are used with.

@@ -1,4 +1,7 @@
-package core
+// Package limits holds the fixed limits of the guest surface and the
+// wording of an over-limit refusal: one place for every engine, the node
+// isolate host included, which links nothing of the configuration model.
+package limits
 
 import "fmt"
 
