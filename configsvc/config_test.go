@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
-	"sync"
+
 	"testing"
 )
 
@@ -172,66 +172,5 @@ func TestDiffAndDescribe(t *testing.T) {
 	want = `configuration applied (config file): max_runtimes 32 → 4 (immediately; live runtimes are never killed); scratch_root null → "/srv/scratch" (node runtimes created from now on); inject_guidance true → false (next hook call)`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
-	}
-}
-
-func TestStoreSwapIsWholeUnderConcurrency(t *testing.T) {
-	a := Defaults()
-	b := Defaults()
-	b.MaxResultBytes, b.MaxStreamBytes = 1, 1
-	s := NewStore(a, "defaults")
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				snap := s.Load()
-				if (snap.Config.MaxResultBytes == 1) != (snap.Config.MaxStreamBytes == 1) {
-					t.Error("observed a mixed snapshot")
-					return
-				}
-			}
-		}()
-	}
-	var last uint64
-	for i := 0; i < 2000; i++ {
-		cfg := a
-		if i%2 == 0 {
-			cfg = b
-		}
-		_, cur := s.Swap(cfg, "test")
-		if cur.Seq <= last {
-			t.Fatalf("seq went from %d to %d", last, cur.Seq)
-		}
-		last = cur.Seq
-	}
-	close(stop)
-	wg.Wait()
-}
-
-// TestNextIsNotLiveUntilPublished: a snapshot from Next serves nobody until
-// Publish, and a Publish after someone else's fails without a change.
-func TestNextIsNotLiveUntilPublished(t *testing.T) {
-	s := NewStore(Defaults(), "test")
-	c := Defaults()
-	c.MaxResultBytes = 7
-	next := s.Next(c, "reload")
-	if s.Load().Config.MaxResultBytes == 7 {
-		t.Fatal("Next published")
-	}
-	if old, ok := s.Publish(next); !ok || old.Seq != 1 || s.Load() != next || next.Seq != 2 {
-		t.Fatalf("publish: %v %+v", ok, s.Load())
-	}
-	stale := s.Next(c, "a")
-	s.Swap(Defaults(), "b")
-	if _, ok := s.Publish(stale); ok || s.Load().Source != "b" {
-		t.Fatalf("a stale snapshot was published over a newer one: %+v", s.Load())
 	}
 }

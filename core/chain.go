@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 )
@@ -23,59 +22,34 @@ func Chain(terminal Handler, stages ...Stage) Handler {
 	return h
 }
 
-// compiled is one immutable chain together with the configuration snapshot
-// it serves.
-type compiled struct {
-	handler Handler
-	snap    *configsvc.Snapshot
+// Route binds one function id to its decoder, its terminal handler and the
+// stages in front of it. The Router compiles a route's chain once per
+// configuration snapshot, so a call never sees a chain of one snapshot
+// with the configuration of another.
+type Route struct {
+	Decode   Decoder // may be nil
+	Terminal Handler
+	// Stages are the route's stages, outermost first.
+	Stages []Stage
+	// StagesFor, when set, gives the stages for a snapshot instead of
+	// Stages: a hook's stages follow the configuration, and a reload swaps
+	// them with everything else.
+	StagesFor func(*configsvc.Snapshot) []Stage
 }
 
-// Pipeline is a named, live-swappable chain. Serve loads the current chain
-// once per call; Install swaps a new one in whole, so calls in flight finish
-// on the chain (and the configuration) they started with.
-type Pipeline struct {
-	terminal Handler
-	stages   atomic.Pointer[[]Stage]
-	cur      atomic.Pointer[compiled]
-}
-
-// NewPipeline returns a Pipeline serving terminal behind stages under snap.
-func NewPipeline(snap *configsvc.Snapshot, terminal Handler, stages ...Stage) *Pipeline {
-	p := &Pipeline{terminal: terminal}
-	p.Install(snap, stages...)
-	return p
-}
-
-// Install composes stages around the terminal handler and swaps the result in
-// together with snap. Passing no stages keeps the current stage list (a pure
-// configuration swap).
-func (p *Pipeline) Install(snap *configsvc.Snapshot, stages ...Stage) {
-	if stages == nil {
-		if cur := p.stages.Load(); cur != nil {
-			stages = *cur
-		}
-	} else {
-		s := append([]Stage(nil), stages...)
-		p.stages.Store(&s)
+// compile builds r's chain for snap.
+func (r Route) compile(snap *configsvc.Snapshot) Handler {
+	stages := r.Stages
+	if r.StagesFor != nil {
+		stages = r.StagesFor(snap)
 	}
-	p.cur.Store(&compiled{handler: Chain(p.terminal, stages...), snap: snap})
+	return Chain(r.Terminal, stages...)
 }
 
-// With returns a new Pipeline with p's terminal and stages serving snap;
-// p itself is unchanged (Router.Reconfigure builds every route's with it
-// before swapping any).
-func (p *Pipeline) With(snap *configsvc.Snapshot) *Pipeline {
-	var stages []Stage
-	if cur := p.stages.Load(); cur != nil {
-		stages = *cur
-	}
-	return NewPipeline(snap, p.terminal, stages...)
-}
-
-// Serve runs call through the current chain with call.Config set to that
-// chain's configuration.
-func (p *Pipeline) Serve(ctx context.Context, call *Call) (any, error) {
-	c := p.cur.Load()
-	call.Config = &c.snap.Config
-	return c.handler(ctx, call)
+// Serve runs call through r's chain compiled for snap, with call.Config set
+// to snap's configuration (tests and one-off callers; the Router keeps
+// compiled chains).
+func (r Route) Serve(ctx context.Context, snap *configsvc.Snapshot, call *Call) (any, error) {
+	call.Config = &snap.Config
+	return r.compile(snap)(ctx, call)
 }

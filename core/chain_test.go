@@ -40,8 +40,8 @@ func TestChainRunsStagesInOrder(t *testing.T) {
 		events = append(events, "engine")
 		return nil, nil
 	}
-	p := NewPipeline(snapWith(nil), terminal, rec("a"), rec("b"), rec("c"))
-	if _, err := p.Serve(context.Background(), &Call{}); err != nil {
+	p := Route{Terminal: terminal, Stages: []Stage{rec("a"), rec("b"), rec("c")}}
+	if _, err := p.Serve(context.Background(), snapWith(nil), &Call{}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"in:a", "in:b", "in:c", "engine", "out:c", "out:b", "out:a"}
@@ -62,8 +62,8 @@ func TestRunStagesOrder(t *testing.T) {
 		// response body, only errors.
 		return &RunResponse{Stdout: "0123456789abcdefghij", Result: json.RawMessage("1")}, nil
 	}
-	p := NewPipeline(snapWith(func(c *configsvc.Config) { c.MaxStreamBytes = 10 }), terminal, RunStages()...)
-	res, err := p.Serve(context.Background(), &Call{TimeoutMS: 1234})
+	p := Route{Terminal: terminal, Stages: RunStages()}
+	res, err := p.Serve(context.Background(), snapWith(func(c *configsvc.Config) { c.MaxStreamBytes = 10 }), &Call{TimeoutMS: 1234})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,11 @@ func TestRunStagesOrder(t *testing.T) {
 	}
 }
 
-// TestPipelineSwapWhileCallsInFlight installs new configurations while calls
-// are running: each call must see exactly the snapshot of the chain it
-// started on, never a mix, and calls started after a swap see the new one.
-func TestPipelineSwapWhileCallsInFlight(t *testing.T) {
+// TestSwapWhileCallsInFlight swaps new configurations into the router while
+// calls are running: each call must see exactly the snapshot of the table
+// it started on, never a mix, and calls started after a swap see the new
+// one.
+func TestSwapWhileCallsInFlight(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan int64, 64)
 	terminal := func(ctx context.Context, c *Call) (any, error) {
@@ -87,7 +88,16 @@ func TestPipelineSwapWhileCallsInFlight(t *testing.T) {
 		// Read twice, after the swap happened: still the same snapshot.
 		return [2]int64{c.Config.MaxResultBytes, c.Config.MaxStreamBytes}, nil
 	}
-	p := NewPipeline(snapWith(func(c *configsvc.Config) { c.MaxResultBytes, c.MaxStreamBytes = 1, 1 }), terminal, RunStages()...)
+	r := NewRouter(snapWith(func(c *configsvc.Config) { c.MaxResultBytes, c.MaxStreamBytes = 1, 1 }).Config, "test", nil, nil)
+	r.Handle("x::f", Route{Terminal: terminal, Stages: RunStages()})
+	invoke := func() [2]int64 {
+		res, err := r.Invoke(context.Background(), "x::f", nil, nil)
+		if err != nil {
+			t.Error(err)
+			return [2]int64{}
+		}
+		return res.([2]int64)
+	}
 
 	var wg sync.WaitGroup
 	results := make(chan [2]int64, 64)
@@ -95,8 +105,7 @@ func TestPipelineSwapWhileCallsInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, _ := p.Serve(context.Background(), &Call{})
-			results <- res.([2]int64)
+			results <- invoke()
 		}()
 	}
 	for i := 0; i < 8; i++ {
@@ -105,10 +114,11 @@ func TestPipelineSwapWhileCallsInFlight(t *testing.T) {
 		}
 	}
 	// Swap while all eight are parked in the terminal handler.
-	p.Install(snapWith(func(c *configsvc.Config) { c.MaxResultBytes, c.MaxStreamBytes = 2, 2 }))
+	reconfigure(r, snapWith(func(c *configsvc.Config) { c.MaxResultBytes, c.MaxStreamBytes = 2, 2 }))
 	var stop sync.WaitGroup
 	stopCh := make(chan struct{})
 	stop.Add(1)
+	var lastSeq uint64
 	go func() { // keep swapping during the whole test, under -race
 		defer stop.Done()
 		for n := int64(3); ; n++ {
@@ -117,38 +127,93 @@ func TestPipelineSwapWhileCallsInFlight(t *testing.T) {
 				return
 			default:
 			}
-			p.Install(snapWith(func(c *configsvc.Config) { c.MaxResultBytes, c.MaxStreamBytes = n, n }))
+			old, live := r.Swap(r.Provision(snapWith(func(c *configsvc.Config) { c.MaxResultBytes, c.MaxStreamBytes = n, n }).Config, "test"))
+			if live.Seq != old.Seq+1 || live.Seq <= lastSeq {
+				t.Errorf("seq went from %d to %d (last %d)", old.Seq, live.Seq, lastSeq)
+				return
+			}
+			lastSeq = live.Seq
 		}
 	}()
 	close(release)
 	wg.Wait()
 	close(results)
-	for r := range results {
-		if r != [2]int64{1, 1} {
-			t.Fatalf("in-flight call finished on %v, want the chain it started with", r)
+	for res := range results {
+		if res != [2]int64{1, 1} {
+			t.Fatalf("in-flight call finished on %v, want the table it started with", res)
 		}
 	}
 	// A new call sees a later snapshot, whole.
-	release2 := make(chan struct{})
-	close(release2)
 	for i := 0; i < 50; i++ {
 		go func() { <-started }()
-		res, _ := p.Serve(context.Background(), &Call{})
-		r := res.([2]int64)
-		if r[0] == 1 || r[0] != r[1] {
-			t.Fatalf("new call saw %v", r)
+		res := invoke()
+		if res[0] == 1 || res[0] != res[1] {
+			t.Fatalf("new call saw %v", res)
 		}
 	}
 	close(stopCh)
 	stop.Wait()
 }
 
+// TestAProvisionedTableIsNotLiveUntilSwapped: Provision changes nothing;
+// Swap makes it live; a table provisioned before a route was added (or
+// another swap) is provisioned again on the current table, so the route
+// stays and Seq never repeats.
+func TestAProvisionedTableIsNotLiveUntilSwapped(t *testing.T) {
+	r := NewRouter(configsvc.Defaults(), "defaults", nil, nil)
+	served := func(ctx context.Context, c *Call) (any, error) { return c.Config.MaxResultBytes, nil }
+	r.Handle("x::a", Route{Terminal: served})
+	c := configsvc.Defaults()
+	c.MaxResultBytes = 7
+	next := r.Provision(c, "reload")
+	if got, _ := r.Invoke(context.Background(), "x::a", nil, nil); got == int64(7) || r.Live().Config.MaxResultBytes == 7 {
+		t.Fatal("Provision made the new value live")
+	}
+	r.Handle("x::b", Route{Terminal: served}) // added after the provision
+	old, live := r.Swap(next)
+	if old.Seq != 1 || live.Seq != 2 || r.Live() != live || live.Source != "reload" {
+		t.Fatalf("swap: old %+v live %+v", old, live)
+	}
+	for _, id := range []string{"x::a", "x::b"} {
+		if got, err := r.Invoke(context.Background(), id, nil, nil); err != nil || got != int64(7) {
+			t.Fatalf("%s after the swap: %v %v, want 7", id, got, err)
+		}
+	}
+}
+
+// TestStagesFollowTheSnapshot: a route whose stages depend on the
+// configuration (a hook) gets the stages of each snapshot it is compiled
+// for, and a swap changes them.
+func TestStagesFollowTheSnapshot(t *testing.T) {
+	r := NewRouter(configsvc.Defaults(), "defaults", nil, nil)
+	tagStage := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (any, error) { return "staged", nil }
+	}
+	r.Handle("x::hook", Route{
+		Terminal: func(context.Context, *Call) (any, error) { return "terminal", nil },
+		StagesFor: func(s *configsvc.Snapshot) []Stage {
+			if s.Config.InjectGuidance {
+				return []Stage{tagStage}
+			}
+			return nil
+		},
+	})
+	if got, _ := r.Invoke(context.Background(), "x::hook", nil, nil); got != "staged" {
+		t.Fatalf("with inject_guidance on: %v", got)
+	}
+	off := configsvc.Defaults()
+	off.InjectGuidance = false
+	r.Swap(r.Provision(off, "test"))
+	if got, _ := r.Invoke(context.Background(), "x::hook", nil, nil); got != "terminal" {
+		t.Fatalf("after the swap to inject_guidance off: %v", got)
+	}
+}
+
 func TestRouter(t *testing.T) {
-	r := NewRouter(nil, nil)
-	snap := snapWith(nil)
-	r.Handle("x::ok", Route{Pipeline: NewPipeline(snap, func(ctx context.Context, c *Call) (any, error) { return "fine", nil })})
-	r.Handle("x::panics", Route{Pipeline: NewPipeline(snap, func(ctx context.Context, c *Call) (any, error) { panic("boom") })})
-	r.Handle(FnRun, Route{Decode: DecodeRunCall, Pipeline: NewPipeline(snap, func(ctx context.Context, c *Call) (any, error) { return nil, nil })})
+	r := NewRouter(configsvc.Defaults(), "defaults", nil, nil)
+	r.Handle("x::ok", Route{Terminal: func(ctx context.Context, c *Call) (any, error) { return "fine", nil }})
+	r.Handle("x::panics", Route{Terminal: func(ctx context.Context, c *Call) (any, error) { panic("boom") }})
+	r.Handle(FnRun, Route{Decode: DecodeRunCall, Terminal: func(ctx context.Context, c *Call) (any, error) { return nil, nil }})
 
 	if res, err := r.Invoke(context.Background(), "x::ok", nil, nil); err != nil || res != "fine" {
 		t.Fatalf("%v %v", res, err)
@@ -172,12 +237,12 @@ func TestRouter(t *testing.T) {
 
 // A reconfiguration is one step for every route: while the new chains are
 // being built, every route still serves the old snapshot, and once
-// Reconfigure returns every route serves the new one. (Before, routes were
+// Swap returns every route serves the new one. (Before, routes were
 // switched one by one: a call to a route already switched and a call to
 // one not yet switched could be served at the same moment.)
 func TestRouterReconfiguresEveryRouteAtOnce(t *testing.T) {
-	r := NewRouter(nil, nil)
 	old := snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 1000 })
+	r := NewRouter(old.Config, "test", nil, nil)
 	next := snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 2000 })
 	served := func(ctx context.Context, c *Call) (any, error) { return c.Config.MaxResultBytes, nil }
 	const n = 8
@@ -194,16 +259,16 @@ func TestRouterReconfiguresEveryRouteAtOnce(t *testing.T) {
 			}
 			return next
 		}
-		r.Handle(id, Route{Pipeline: NewPipeline(old, served, probe)})
+		r.Handle(id, Route{Terminal: served, Stages: []Stage{probe}})
 	}
 	during = nil // the probes also ran while the routes were first built
-	r.Reconfigure(next)
+	reconfigure(r, next)
 	if len(during) > 0 {
 		t.Fatalf("routes %v served the new snapshot before every route's chain was built", during)
 	}
 	for _, id := range r.IDs() {
 		if got, err := r.Invoke(context.Background(), id, nil, nil); err != nil || got != int64(2000) {
-			t.Fatalf("%s after Reconfigure: %v %v, want 2000", id, got, err)
+			t.Fatalf("%s after the swap: %v %v, want 2000", id, got, err)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package core
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+)
 
 // IDs returns the routed function ids, sorted (only the tests use it).
 func (r *Router) IDs() []string {
@@ -17,4 +21,10 @@ func (r *Router) IDs() []string {
 	})
 	sort.Strings(ids)
 	return ids
+}
+
+// reconfigure makes snap's configuration live on r, as the config_changed
+// hook does (provision, then swap).
+func reconfigure(r *Router, snap *configsvc.Snapshot) {
+	r.Swap(r.Provision(snap.Config, snap.Source))
 }

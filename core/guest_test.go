@@ -50,9 +50,8 @@ func (b *busRecorder) handler(id string) GuestHandler {
 // runs, and once retired the id answers function_not_found without
 // touching the worker's own routes.
 func TestGuestFunctionsEnterThroughTheRouter(t *testing.T) {
-	r := NewRouter(nil, nil)
-	r.Reconfigure(snapWith(func(c *configsvc.Config) { c.DefaultTimeoutMS = 1234 }))
-	r.Handle(FnRun, Route{Pipeline: NewPipeline(snapWith(nil), func(context.Context, *Call) (any, error) { return "run", nil })})
+	r := NewRouter(snapWith(func(c *configsvc.Config) { c.DefaultTimeoutMS = 1234 }).Config, "test", nil, nil)
+	r.Handle(FnRun, Route{Terminal: func(context.Context, *Call) (any, error) { return "run", nil }})
 	below := &busRecorder{}
 	g := &GuestRoutes{Router: r, Bus: below}
 	var mu sync.Mutex
@@ -71,7 +70,7 @@ func TestGuestFunctionsEnterThroughTheRouter(t *testing.T) {
 	if res, err := h(ctx, GuestInvocation{Payload: json.RawMessage(`{}`)}); err != nil || string(res) != `"ok"` {
 		t.Fatalf("%s %v", res, err)
 	}
-	r.Reconfigure(snapWith(func(c *configsvc.Config) { c.DefaultTimeoutMS = 4321 }))
+	reconfigure(r, snapWith(func(c *configsvc.Config) { c.DefaultTimeoutMS = 4321 }))
 	if _, err := h(ctx, GuestInvocation{Payload: json.RawMessage(`{}`), Budget: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +100,7 @@ func TestGuestFunctionsEnterThroughTheRouter(t *testing.T) {
 // snapshot under the router's lock, so a guest route added after a reload
 // swapped the table serves the reloaded configuration.
 func TestRouteAddedDuringAReloadServesTheNewSnapshot(t *testing.T) {
-	r := NewRouter(nil, nil)
-	r.Reconfigure(snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 111 }))
+	r := NewRouter(snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 111 }).Config, "test", nil, nil)
 	r.HandleCurrent("g", func(_ context.Context, c *Call) (any, error) { return c.Config.MaxResultBytes, nil })
 	res, err := r.Invoke(context.Background(), "g", nil, nil)
 	if err != nil || res.(int64) != 111 {

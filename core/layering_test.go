@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestCoreAndTheConfigModelLinkNoTransport: the call pipeline and the
+// TestCoreAndTheConfigModelLinkNoTransport: the call pipeline, the hooks and the
 // configuration model build without the WebSocket client, the wire client
 // or the file watcher (those belong to the worker and the config sources).
 func TestCoreAndTheConfigModelLinkNoTransport(t *testing.T) {
-	for _, pkg := range []string{".", "../configsvc"} {
+	for _, pkg := range []string{".", "../configsvc", "../hooks"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", pkg, err, out)

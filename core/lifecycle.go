@@ -2,21 +2,17 @@ package core
 
 import "github.com/code-runner-go/code-runner/configsvc"
 
-// Reconfigurer is a component a reload reconfigures once every route
-// serves the new snapshot: the engines (their warm pools follow the new
-// sizes) and the idle sweeper (a lowered TTL reaps at once). An error makes
-// the reload roll back — routes, live view and components go back to the
-// previous configuration — so a bad edit never half-applies.
-type Reconfigurer interface {
-	Reconfigure(snap *configsvc.Snapshot) error
+// Committer is a component that acts on a configuration once it is live
+// (the config_changed hook's clean-up step, after the swap): the engines'
+// warm pools follow the new sizes, the idle sweeper sweeps at once under a
+// lowered TTL. Components read the configuration itself from the one
+// holder (Router.Live); Commit only tells them it changed. Nothing can
+// refuse a committed configuration: validation happened before the swap.
+type Committer interface {
+	Commit(live *configsvc.Snapshot)
 }
 
-var _ Reconfigurer = (*Sweeper)(nil)
+var _ Committer = (*Sweeper)(nil)
 
-// Reconfigure moves the sweeper to snap and wakes it: it sweeps now under
-// the new idle_ttl_secs.
-func (s *Sweeper) Reconfigure(snap *configsvc.Snapshot) error {
-	s.cfg.Store(snap)
-	s.Wake()
-	return nil
-}
+// Commit wakes the sweeper: it sweeps now under the new idle_ttl_secs.
+func (s *Sweeper) Commit(*configsvc.Snapshot) { s.Wake() }

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/code-runner-go/code-runner/configsvc"
 )
 
 // Definer is implemented by runtimes that can host register_function
@@ -445,13 +443,13 @@ func (n *Namespaces) DestroyAll() {
 
 // Routes returns the routes of the three code functions — run,
 // register_function and teardown — each with its decoder and its pipeline
-// of stages (docs/behaviour.md#run-lifecycle, #register-validation-order, #teardown), serving snap.
-func Routes(snap *configsvc.Snapshot, run *RunService, ns *Namespaces) map[string]Route {
+// of stages (docs/behaviour.md#run-lifecycle, #register-validation-order, #teardown).
+func Routes(run *RunService, ns *Namespaces) map[string]Route {
 	return map[string]Route{
-		FnRun:              {Decode: DecodeRunCall, Pipeline: NewPipeline(snap, run.Handle, RunStages()...)},
-		FnRegisterFunction: {Decode: DecodeRegisterCall, Pipeline: NewPipeline(snap, ns.Register, RedactUnheld, BridgePolicy)},
+		FnRun:              {Decode: DecodeRunCall, Terminal: run.Handle, Stages: RunStages()},
+		FnRegisterFunction: {Decode: DecodeRegisterCall, Terminal: ns.Register, Stages: []Stage{RedactUnheld, BridgePolicy}},
 		// No redaction: a namespace teardown's not-found quotes no id, and a
 		// runtime-id teardown comes from a caller that holds the id.
-		FnTeardown: {Decode: DecodeTeardownCall, Pipeline: NewPipeline(snap, ns.Teardown)},
+		FnTeardown: {Decode: DecodeTeardownCall, Terminal: ns.Teardown},
 	}
 }

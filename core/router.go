@@ -17,57 +17,65 @@ import (
 // error (normally code-runner::invalid_request) for a malformed request.
 type Decoder func(call *Call) error
 
-// Route binds one function id to its decoder and pipeline.
-type Route struct {
-	Decode   Decoder // may be nil
-	Pipeline *Pipeline
-}
-
-// Router dispatches invocations by function id. It is safe for concurrent
-// use; routes may be added and removed while calls are served.
+// Router dispatches invocations by function id, and it is the one holder of
+// the live configuration: an immutable table of every route's chain,
+// compiled for one snapshot, behind one pointer. Everything else that
+// follows the configuration (engines, sweeper) reads Live.
 //
-// The worker's own routes are one immutable table behind one pointer,
-// together with the snapshot the router serves: a reconfiguration builds
-// every route's chain for the new snapshot first and then swaps the whole
-// table, so no call ever sees one route on the new configuration and
-// another on the old. Routes added with HandleCurrent (guest functions,
-// which come and go with guest code) live beside the table in a concurrent
-// map: their chains do not depend on the configuration, and each call takes
-// the snapshot from the same table load, so they move with a
-// reconfiguration at the same instant while adding or removing one costs
-// no copy of the table.
+// A reconfiguration provisions a new table — every chain compiled for the
+// new snapshot — and then swaps it in with one store, so no call ever sees
+// one route on the new configuration and another on the old, and calls in
+// flight finish on the table they started with. Routes added with
+// HandleCurrent (guest functions, which come and go with guest code) live
+// beside the table in a concurrent map; each call of one takes the snapshot
+// from the same table load, so they move with a reconfiguration at the
+// same instant while adding or removing one costs no copy of the table.
 type Router struct {
 	mu        sync.Mutex // serializes table writers; readers only load table
-	table     atomic.Pointer[routeTable]
+	table     atomic.Pointer[Table]
 	dynamic   sync.Map // function id → Handler (HandleCurrent)
 	transport Transport
 	log       *slog.Logger
 }
 
-// routeTable is the immutable part of a Router.
-type routeTable struct {
-	routes map[string]Route
-	snap   *configsvc.Snapshot // what dynamic routes serve
+// Table is one immutable generation of a Router: its routes, each chain
+// compiled for snap. Provision builds one; Swap makes it live.
+type Table struct {
+	routes map[string]compiledRoute
+	snap   *configsvc.Snapshot
+	base   *Table // the table it was provisioned from (nil: not provisioned)
 }
 
-// NewRouter returns an empty Router whose calls reach the bus through
-// transport (nil means no bus: every guest call fails). Until its first
-// Reconfigure, dynamic routes serve the default configuration.
-func NewRouter(transport Transport, log *slog.Logger) *Router {
+// Snapshot is the configuration t serves.
+func (t *Table) Snapshot() *configsvc.Snapshot { return t.snap }
+
+type compiledRoute struct {
+	route   Route
+	handler Handler
+}
+
+// NewRouter returns an empty Router serving initial, whose calls reach the
+// bus through transport (nil means no bus: every guest call fails).
+func NewRouter(initial configsvc.Config, source string, transport Transport, log *slog.Logger) *Router {
 	if log == nil {
 		log = slog.Default()
 	}
 	r := &Router{transport: transport, log: log}
-	r.table.Store(&routeTable{routes: map[string]Route{}, snap: &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}})
+	r.table.Store(&Table{routes: map[string]compiledRoute{}, snap: &configsvc.Snapshot{Config: initial, Source: source, Seq: 1, AppliedAt: time.Now()}})
 	return r
 }
 
-// update swaps in a copy of the table changed by edit.
-func (r *Router) update(edit func(*routeTable)) {
+// Live returns the live configuration snapshot. Read it once and use that
+// value throughout a piece of work: a later Live may be another.
+func (r *Router) Live() *configsvc.Snapshot { return r.table.Load().snap }
+
+// update swaps in a copy of the table changed by edit, under the writer
+// lock.
+func (r *Router) update(edit func(*Table)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.table.Load()
-	next := &routeTable{routes: make(map[string]Route, len(old.routes)+1), snap: old.snap}
+	next := &Table{routes: make(map[string]compiledRoute, len(old.routes)+1), snap: old.snap}
 	for id, rt := range old.routes {
 		next.routes[id] = rt
 	}
@@ -75,9 +83,10 @@ func (r *Router) update(edit func(*routeTable)) {
 	r.table.Store(next)
 }
 
-// Handle registers route under functionID, replacing any previous one.
+// Handle registers route under functionID, replacing any previous one; its
+// chain is compiled for the live snapshot at once.
 func (r *Router) Handle(functionID string, route Route) {
-	r.update(func(t *routeTable) { t.routes[functionID] = route })
+	r.update(func(t *Table) { t.routes[functionID] = compiledRoute{route: route, handler: route.compile(t.snap)} })
 }
 
 // HandleCurrent installs a dynamic route for functionID: terminal behind
@@ -97,21 +106,41 @@ func (r *Router) RemoveCurrent(functionID string) { r.dynamic.Delete(functionID)
 func (r *Router) Remove(functionID string) {
 	r.dynamic.Delete(functionID)
 	if _, ok := r.table.Load().routes[functionID]; ok {
-		r.update(func(t *routeTable) { delete(t.routes, functionID) })
+		r.update(func(t *Table) { delete(t.routes, functionID) })
 	}
 }
 
-// Reconfigure moves every route to snap, keeping its stages: each static
-// route's chain is rebuilt for snap into a new table, which also carries
-// snap for the dynamic routes, and the table is swapped in one step.
-func (r *Router) Reconfigure(snap *configsvc.Snapshot) {
-	r.update(func(t *routeTable) {
-		t.snap = snap
-		for id, rt := range t.routes {
-			rt.Pipeline = rt.Pipeline.With(snap)
-			t.routes[id] = rt
-		}
-	})
+// Provision builds, without making it live, the table that serves cfg:
+// every route's chain compiled for the snapshot cfg would become. It
+// cannot fail and changes nothing.
+func (r *Router) Provision(cfg configsvc.Config, source string) *Table {
+	return provision(r.table.Load(), cfg, source)
+}
+
+func provision(base *Table, cfg configsvc.Config, source string) *Table {
+	snap := &configsvc.Snapshot{Config: cfg, Source: source, Seq: base.snap.Seq + 1, AppliedAt: time.Now()}
+	t := &Table{routes: make(map[string]compiledRoute, len(base.routes)), snap: snap, base: base}
+	for id, rt := range base.routes {
+		t.routes[id] = compiledRoute{route: rt.route, handler: rt.route.compile(snap)}
+	}
+	return t
+}
+
+// Swap makes t live and returns the snapshot it replaced. When the table
+// changed since t was provisioned (a route added or removed, another
+// swap), t's configuration is provisioned again on the current table
+// first, so Swap never loses a route and never fails; Seq numbers grow by
+// one per swap.
+func (r *Router) Swap(t *Table) (old *configsvc.Snapshot, live *configsvc.Snapshot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.table.Load()
+	if t.base != cur {
+		t = provision(cur, t.snap.Config, t.snap.Source)
+	}
+	t.base = nil // the old table is not kept alive by the new one
+	r.table.Store(t)
+	return cur.snap, t.snap
 }
 
 // Invoke handles one invocation of functionID. It returns ErrFunctionNotFound
@@ -120,13 +149,13 @@ func (r *Router) Reconfigure(snap *configsvc.Snapshot) {
 func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadata json.RawMessage) (result any, err error) {
 	t := r.table.Load()
 	route, ok := t.routes[functionID]
-	var dynamic Handler
+	h := route.handler
 	if !ok {
-		h, found := r.dynamic.Load(functionID)
+		d, found := r.dynamic.Load(functionID)
 		if !found {
 			return nil, ErrFunctionNotFound
 		}
-		dynamic = h.(Handler)
+		h = d.(Handler)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -134,19 +163,13 @@ func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadat
 			result, err = nil, AsError(fmt.Errorf("panic: %v", p), functionID)
 		}
 	}()
-	call := &Call{FunctionID: functionID, Payload: payload, Metadata: metadata, Received: time.Now(), Transport: r.transport}
-	if route.Decode != nil {
-		if err := route.Decode(call); err != nil {
+	call := &Call{FunctionID: functionID, Payload: payload, Metadata: metadata, Received: time.Now(), Transport: r.transport, Config: &t.snap.Config}
+	if route.route.Decode != nil {
+		if err := route.route.Decode(call); err != nil {
 			return nil, AsError(err, functionID)
 		}
 	}
-	var res any
-	if dynamic != nil {
-		call.Config = &t.snap.Config
-		res, err = dynamic(ctx, call)
-	} else {
-		res, err = route.Pipeline.Serve(ctx, call)
-	}
+	res, err := h(ctx, call)
 	if err != nil {
 		return nil, AsError(err, functionID)
 	}

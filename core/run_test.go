@@ -19,16 +19,14 @@ type harness struct {
 	node   *fakeEngine
 	py     *fakeEngine
 	router *Router
-	pipe   *Pipeline
 	tr     *recordingTransport
 }
 
 func newHarness(t *testing.T, mut func(*configsvc.Config)) *harness {
 	h := &harness{reg: NewRegistry(nil), node: &fakeEngine{lang: LangNode}, py: &fakeEngine{lang: LangPython}, tr: &recordingTransport{}}
 	svc := &RunService{Registry: h.reg, Engines: map[Lang]Engine{LangNode: h.node, LangPython: h.py}}
-	h.router = NewRouter(h.tr, nil)
-	h.pipe = NewPipeline(snapWith(mut), svc.Handle, RunStages()...)
-	h.router.Handle(FnRun, Route{Decode: DecodeRunCall, Pipeline: h.pipe})
+	h.router = NewRouter(snapWith(mut).Config, "test", h.tr, nil)
+	h.router.Handle(FnRun, Route{Decode: DecodeRunCall, Terminal: svc.Handle, Stages: RunStages()})
 	return h
 }
 
@@ -164,7 +162,7 @@ func TestRunCapacitySharedByBothLanguages(t *testing.T) {
 		}
 	}
 	// The live value applies on the next call.
-	h.pipe.Install(snapWith(func(c *configsvc.Config) { c.MaxRuntimes = 3 }))
+	reconfigure(h.router, snapWith(func(c *configsvc.Config) { c.MaxRuntimes = 3 }))
 	if _, err := h.run(t, `{"lang":"node","code":"return 1"}`); err != nil {
 		t.Fatalf("after raising max_runtimes: %v", err)
 	}
@@ -256,20 +254,20 @@ func TestRunBridgePolicy(t *testing.T) {
 func TestRedactionForUnheldCallers(t *testing.T) {
 	id := NewRuntimeID()
 	terminal := func(ctx context.Context, c *Call) (any, error) { return nil, ErrExpired(id) }
-	p := NewPipeline(snapWith(nil), terminal, RunStages()...)
-	_, err := p.Serve(context.Background(), &Call{})
+	p := Route{Terminal: terminal, Stages: RunStages()}
+	_, err := p.Serve(context.Background(), snapWith(nil), &Call{})
 	if err == nil || err.Error() != "code-runner::engine: the run's runtime was reaped or lost mid-run; retry" {
 		t.Fatalf("unheld: %v", err)
 	}
-	_, err = p.Serve(context.Background(), &Call{Held: id})
+	_, err = p.Serve(context.Background(), snapWith(nil), &Call{Held: id})
 	if err == nil || err.Error() != ErrExpired(id).Error() {
 		t.Fatalf("held: %v", err)
 	}
 	terminal2 := func(ctx context.Context, c *Call) (any, error) {
 		return nil, Errorf(CodeEngine, "lost %s", id)
 	}
-	p2 := NewPipeline(snapWith(nil), terminal2, RunStages()...)
-	_, err = p2.Serve(context.Background(), &Call{})
+	p2 := Route{Terminal: terminal2, Stages: RunStages()}
+	_, err = p2.Serve(context.Background(), snapWith(nil), &Call{})
 	if err == nil || capsfilter.ContainsRuntimeID(err.Error()) {
 		t.Fatalf("an id reached an unheld caller: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -42,24 +41,22 @@ func SweepInterval(cfg *configsvc.Config) time.Duration {
 }
 
 // Sweeper reaps idle kept runtimes and node namespace runtimes against
-// idle_ttl_secs. Its interval is recomputed every tick, and Reconfigure
-// (or Wake) makes a configuration change take effect at once instead of
+// idle_ttl_secs. Its interval is recomputed every tick, and Commit (or
+// Wake) makes a configuration change take effect at once instead of
 // after the wait begun under the old value.
 type Sweeper struct {
 	Registry   *Registry
 	Namespaces *Namespaces
 	Log        *slog.Logger
 
-	cfg  atomic.Pointer[configsvc.Snapshot]
+	live func() *configsvc.Snapshot
 	wake chan struct{}
 }
 
-// NewSweeper returns a sweeper over reg and ns on the configuration snap;
-// Reconfigure moves it on.
-func NewSweeper(reg *Registry, ns *Namespaces, snap *configsvc.Snapshot, log *slog.Logger) *Sweeper {
-	s := &Sweeper{Registry: reg, Namespaces: ns, Log: log, wake: make(chan struct{}, 1)}
-	s.cfg.Store(snap)
-	return s
+// NewSweeper returns a sweeper over reg and ns that reads the live
+// configuration from live (Router.Live).
+func NewSweeper(reg *Registry, ns *Namespaces, live func() *configsvc.Snapshot, log *slog.Logger) *Sweeper {
+	return &Sweeper{Registry: reg, Namespaces: ns, Log: log, live: live, wake: make(chan struct{}, 1)}
 }
 
 // Wake ends the current wait: the sweeper sweeps now under the live
@@ -76,7 +73,7 @@ func (s *Sweeper) Wake() {
 // is recovered and logged, and the sweeper continues.
 func (s *Sweeper) Run(ctx context.Context) {
 	for {
-		cfg := &s.cfg.Load().Config
+		cfg := &s.live().Config
 		s.sweep(cfg)
 		t := time.NewTimer(SweepInterval(cfg))
 		select {

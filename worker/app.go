@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
@@ -16,6 +15,7 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node"
 	"github.com/code-runner-go/code-runner/engines/python"
+	"github.com/code-runner-go/code-runner/hooks"
 	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/ui"
 )
@@ -24,7 +24,6 @@ import (
 // engines, the router with every implemented function's pipeline, and the
 // idle sweeper. Serving and local mode both use it.
 type App struct {
-	Store      *configsvc.Store
 	Registry   *core.Registry
 	Router     *core.Router
 	Run        *core.RunService
@@ -41,19 +40,26 @@ type App struct {
 	// OnReload, when set, learns whether each configuration change was
 	// applied (true) or refused (false) — telemetry counts them.
 	OnReload func(accepted bool)
-
-	// components are reconfigured, in order, after the routes on a reload.
-	components []core.Reconfigurer
-	applyMu    sync.Mutex
+	// ConfigChanged is the config_changed hook: every configuration change
+	// goes through it (ApplyConfig).
+	ConfigChanged *hooks.ConfigChanged
 
 	sweeper *core.Sweeper
 }
 
 // AppOptions configure NewApp.
 type AppOptions struct {
-	Store     *configsvc.Store
-	Transport core.Transport // guest calls; see LocalTransport for no engine
-	Bus       core.Bus       // guest registrations; nil keeps them in-process
+	// Config is the configuration the worker starts on, read from Source
+	// ("defaults", "config file", "configuration worker", …).
+	Config configsvc.Config
+	Source string
+	// ReadConfig reads and validates the authoritative configuration for
+	// the config_changed hook, served on the bus under ConfigIDs (nil: the
+	// hook is not on the bus; ApplyConfig still applies changes).
+	ReadConfig func(ctx context.Context) (configsvc.Config, error)
+	ConfigIDs  []string
+	Transport  core.Transport // guest calls; see LocalTransport for no engine
+	Bus        core.Bus       // guest registrations; nil keeps them in-process
 	// Owners answers whether another worker serves an id before anything is
 	// published (nil: no engine to ask, as in local mode).
 	Owners   core.Owners
@@ -93,9 +99,8 @@ func NewApp(o AppOptions) (*App, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	a := &App{Store: o.Store, Registry: core.NewRegistry(nil), Log: o.Log, Dirs: tenantdirs.New()}
-	a.Router = core.NewRouter(o.Transport, o.Log)
-	a.Router.Reconfigure(a.Store.Load())
+	a := &App{Registry: core.NewRegistry(nil), Log: o.Log, Dirs: tenantdirs.New()}
+	a.Router = core.NewRouter(o.Config, o.Source, o.Transport, o.Log)
 	// Guest functions are routes too: published through the router, so a
 	// bus invocation of one enters by the same door as the worker's own.
 	var bus core.Bus
@@ -108,13 +113,13 @@ func NewApp(o AppOptions) (*App, error) {
 		}
 		return func(d time.Duration) { o.OnPoolBoot(lang, d) }
 	}
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, LocalLog: o.LocalLog, Owners: o.Owners, Dirs: a.Dirs,
+	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: a.Router.Live, Log: o.Log, LocalLog: o.LocalLog, Owners: o.Owners, Dirs: a.Dirs,
 		OnPoolBoot: poolBoot("node")})
 	if err != nil {
 		return nil, fmt.Errorf("node engine: %w", err)
 	}
 	a.Node = ne
-	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Config: a.Store.Load(), Log: o.Log, CacheDir: o.PythonCacheDir, Dirs: a.Dirs,
+	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: a.Router.Live, Log: o.Log, CacheDir: o.PythonCacheDir, Dirs: a.Dirs,
 		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
 	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Registry.Tag = o.Tag
@@ -123,8 +128,8 @@ func NewApp(o AppOptions) (*App, error) {
 	if loc, ok := o.Owners.(core.NamespaceLocator); ok && o.Forward != nil {
 		a.Namespaces.Locate = loc
 	}
-	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, a.Store.Load(), o.Log)
-	routes := core.Routes(a.Store.Load(), a.Run, a.Namespaces)
+	a.sweeper = core.NewSweeper(a.Registry, a.Namespaces, a.Router.Live, o.Log)
+	routes := core.Routes(a.Run, a.Namespaces)
 	for id, route := range routes {
 		a.Router.Handle(id, route)
 	}
@@ -135,15 +140,45 @@ func NewApp(o AppOptions) (*App, error) {
 			a.Router.Handle(core.WorkerID(id, o.Tag), routes[id])
 		}
 	}
-	a.components = []core.Reconfigurer{a.Node, a.Python, a.sweeper}
-	a.install(core.FnInjectGuidance, nil, noGuidance, preGenerate()...)
+	a.ConfigChanged = &hooks.ConfigChanged{Router: a.Router, Components: []core.Committer{a.Node, a.Python, a.sweeper},
+		Read: o.ReadConfig, Source: o.Source, IDs: o.ConfigIDs, Live: a.liveCounts, Applied: a.reloaded, Log: o.Log}
+	// The hooks, one line each (package hooks).
+	for _, h := range []hooks.Hook{
+		hooks.PreGenerate(),
+		a.ConfigChanged.Hook(),
+	} {
+		h.Install(a.Router)
+	}
 	a.UI = ui.NewStore()
 	a.install(core.FnUIContent, nil, a.uiContent)
 	return a, nil
 }
 
 func (a *App) install(id string, dec core.Decoder, h core.Handler, stages ...core.Stage) {
-	a.Router.Handle(id, core.Route{Decode: dec, Pipeline: core.NewPipeline(a.Store.Load(), h, stages...)})
+	a.Router.Handle(id, core.Route{Decode: dec, Terminal: h, Stages: stages})
+}
+
+// ApplyConfig makes cfg, read from source, live through the config_changed
+// hook (a config file that changed); the error is the hook's.
+func (a *App) ApplyConfig(ctx context.Context, cfg configsvc.Config, source string) error {
+	return a.ConfigChanged.Apply(ctx, cfg, source)
+}
+
+func (a *App) liveCounts() configsvc.LiveCounts {
+	n := 0
+	for _, k := range a.Registry.Kept() {
+		if k.Lang == core.LangNode {
+			n++
+		}
+	}
+	return configsvc.LiveCounts{Node: n + a.Namespaces.CountLang(core.LangNode)}
+}
+
+// reloaded tells OnReload about one configuration change.
+func (a *App) reloaded(accepted bool) {
+	if a.OnReload != nil {
+		a.OnReload(accepted)
+	}
 }
 
 // Sweeper returns the idle sweeper over this app's runtimes; a configuration
@@ -174,7 +209,7 @@ func (a *App) Close() {
 func (a *App) SweepDeadWorkers(ctx context.Context, interval time.Duration) {
 	for {
 		a.Dirs.Touch()
-		tenantdirs.Sweep(a.Log, a.Store.Load().Config.ScratchRootOrEmpty(), "")
+		tenantdirs.Sweep(a.Log, a.Router.Live().Config.ScratchRootOrEmpty(), "")
 		select {
 		case <-ctx.Done():
 			return

@@ -334,15 +334,15 @@ func TestAGroupSharesOneConfigurationAndSpreadsNewRuntimes(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // a hold round: each worker has seen the other
 		applied := func(s *served) int { return strings.Count(s.logs.String(), "configuration applied") }
 		beforeA, beforeB := applied(a), applied(b)
-		c := a.app.Store.Load().Config
+		c := a.app.Router.Live().Config
 		c.MaxRuntimes = 1
 		if eb := e.Config.SetValue(ctx, "code-runner", json.RawMessage(c.JSON())); eb != nil {
 			t.Fatal(eb)
 		}
 		if err := e.WaitUntil(ctx, func() bool {
-			return a.app.Store.Load().Config.MaxRuntimes == 1 && b.app.Store.Load().Config.MaxRuntimes == 1
+			return a.app.Router.Live().Config.MaxRuntimes == 1 && b.app.Router.Live().Config.MaxRuntimes == 1
 		}); err != nil {
-			t.Fatalf("refusing=%v: the change reached a=%d b=%d", refusing, a.app.Store.Load().Config.MaxRuntimes, b.app.Store.Load().Config.MaxRuntimes)
+			t.Fatalf("refusing=%v: the change reached a=%d b=%d", refusing, a.app.Router.Live().Config.MaxRuntimes, b.app.Router.Live().Config.MaxRuntimes)
 		}
 		time.Sleep(300 * time.Millisecond)
 		if applied(a)-beforeA != 1 || applied(b)-beforeB != 1 {

@@ -181,7 +181,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	transport := Transport{Client: client, Tel: tel}
 	tag := Tag(o.WorkerName) // this worker's routing tag (core/route.go)
 	peers := newPeerTags(tag)
-	app, err := NewApp(AppOptions{Store: configsvc.NewStore(cfg, label), Transport: transport, Bus: Bus{Client: client, Tel: tel},
+	var readConfig func(context.Context) (configsvc.Config, error)
+	var configIDs []string
+	if source != "file" {
+		// The config_changed hook on the bus: the shared id for callers,
+		// this worker's own for its configuration trigger (below).
+		readConfig = engineSrc.Fetch
+		configIDs = []string{core.FnOnConfigChange, core.WorkerID(core.FnOnConfigChange, tag)}
+	}
+	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client, Tel: tel},
 		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
 		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: &spreader{client: client, peers: peers, self: o.WorkerName},
@@ -277,14 +285,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 
 	var watchErr chan error
-	var reload *Reloader
 	if source == "file" {
 		fileSrc.Apply = func(c configsvc.Config) { _ = app.ApplyConfig(context.Background(), c, "config file") } // a refusal is logged
 		watchErr = make(chan error, 1)
 		go func() { watchErr <- fileSrc.Watch(ctx) }()
 	} else {
-		reload = &Reloader{App: app, Source: engineSrc, Label: label}
-		app.install(core.FnOnConfigChange, nil, reload.handle)
 		pub.Publish(core.FnOnConfigChange)
 	}
 	// This worker's own ids, after the shared ones (contract §20.2's order):
@@ -305,16 +310,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	})
 	pub.Publish(changed)
 	client.RegisterTrigger(iii.Trigger{TriggerType: "engine::workers-available", FunctionID: changed, Config: json.RawMessage(`{}`)})
-	if reload != nil {
+	if source != "file" {
 		// Every worker of a group applies each change once: its
 		// configuration trigger targets its own id (contract §24.4), bound
 		// last; the shared id stays for callers.
 		own := core.WorkerID(core.FnOnConfigChange, tag)
-		app.install(own, nil, reload.handle)
 		pub.Publish(own)
 		cfgJSON, _ := json.Marshal(map[string]any{"configuration_id": entryID, "event_types": []string{"configuration:updated"}})
 		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: own, Config: cfgJSON})
-		go reload.Refresh(ctx)
+		go func() { _ = app.ConfigChanged.Refresh(ctx) }() // a refusal is logged
 	}
 	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
 	if source != "file" {
@@ -331,7 +335,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	client.Announce()
 	go app.Sweeper().Run(ctx)
 	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
-	live := app.Store.Load().Config
+	live := app.Router.Live().Config
 	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", app.Python.State(), "config", label)
 	if o.Ready != nil {
 		o.Ready(app)

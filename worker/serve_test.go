@@ -178,7 +178,7 @@ func TestFirstBootSeedsSecondBootKeepsOperatorValue(t *testing.T) {
 	}
 	s.stop()
 	s2 := startServe(t, e, ServeOptions{SeedPath: writeSeed(t, "max_runtimes: 8\n")})
-	if got := s2.app.Store.Load().Config.MaxRuntimes; got != 3 {
+	if got := s2.app.Router.Live().Config.MaxRuntimes; got != 3 {
 		t.Fatalf("second boot overwrote the operator's value: max_runtimes %d", got)
 	}
 }
@@ -200,7 +200,7 @@ func TestLegacyPathWithoutEnsure(t *testing.T) {
 	stored.MaxRuntimes = 5
 	e.Config.Store("cr-2", json.RawMessage(stored.JSON()))
 	s2 := startServe(t, e, ServeOptions{Env: envFrom(map[string]string{"III_CONFIG_NAME": "cr-2"}), SeedPath: writeSeed(t, "max_runtimes: 9\n")})
-	if got := s2.app.Store.Load().Config.MaxRuntimes; got != 5 {
+	if got := s2.app.Router.Live().Config.MaxRuntimes; got != 5 {
 		t.Fatalf("legacy path overwrote a stored value: %d", got)
 	}
 	for _, c := range e.Config.Calls() {
@@ -221,7 +221,7 @@ func TestEngineModeFailsWithoutConfigurationWorkerAndFallbackUsesFile(t *testing
 	path := filepath.Join(t.TempDir(), "code-runner.yaml")
 	_ = os.WriteFile(path, []byte("max_result_bytes: 77\n"), 0o600)
 	s := startServe(t, e, ServeOptions{ConfigSource: "engine-or-file", ConfigFile: path})
-	if got := s.app.Store.Load().Config.MaxResultBytes; got != 77 {
+	if got := s.app.Router.Live().Config.MaxResultBytes; got != 77 {
 		t.Fatalf("fallback did not use the file: %d", got)
 	}
 	if !strings.Contains(s.logs.String(), "configuration worker unavailable (") || !strings.Contains(s.logs.String(), "using local config file "+path) {
@@ -235,7 +235,7 @@ func TestSetOfEachKeyAppliesOnNextCall(t *testing.T) {
 	ctx := ctxT(t)
 	set := func(mut func(*configsvc.Config)) {
 		t.Helper()
-		c := s.app.Store.Load().Config
+		c := s.app.Router.Live().Config
 		mut(&c)
 		// The INFO line is written after the config_changed hook swapped the
 		// pipelines; the store's sequence moves before that.
@@ -290,19 +290,19 @@ func TestInvalidStoredValueIsRejectedAndOldStays(t *testing.T) {
 	s := startServe(t, e, ServeOptions{})
 	ctx := ctxT(t)
 	s.waitLog(t, "configuration refreshed (configuration worker): no changes") // the boot-time refresh
-	before := s.app.Store.Load()
+	before := s.app.Router.Live()
 	e.Config.Store("code-runner", map[string]any{"max_runtimes": -1, "bogus": true})
 	res, eb, _ := e.Invoke(ctx, "code-runner::on-config-change", map[string]any{"forged": "payload"}, nil)
 	if eb != nil || string(res) != `{"ok":true}` {
 		t.Fatalf("%s %+v", res, eb)
 	}
-	if s.app.Store.Load() != before {
+	if s.app.Router.Live() != before {
 		t.Fatal("an invalid value replaced the live configuration")
 	}
 	// The configuration worker's own validation refuses the value on get
 	// (SCHEMA_INVALID); either way the reload fails loudly and nothing changes.
 	s.waitLog(t, "configuration reload failed; the previous configuration stays live")
-	if s.app.Store.Load() != before {
+	if s.app.Router.Live() != before {
 		t.Fatal("live configuration changed")
 	}
 }
@@ -423,7 +423,7 @@ func TestFileModeEndToEnd(t *testing.T) {
 	if len(e.Config.Calls()) != 0 {
 		t.Fatal("file mode talked to the configuration worker")
 	}
-	if s.app.Store.Load().Config.MaxResultBytes != 1000 {
+	if s.app.Router.Live().Config.MaxResultBytes != 1000 {
 		t.Fatal("file not loaded")
 	}
 	// A valid edit, written the way editors do (temp file + rename).
@@ -433,11 +433,11 @@ func TestFileModeEndToEnd(t *testing.T) {
 		_ = os.Rename(tmp, path)
 	}
 	replace("max_result_bytes: 2000\nmax_runtimes: 7\n")
-	if err := e.WaitUntil(ctx, func() bool { return s.app.Store.Load().Config.MaxResultBytes == 2000 }); err != nil {
+	if err := e.WaitUntil(ctx, func() bool { return s.app.Router.Live().Config.MaxResultBytes == 2000 }); err != nil {
 		t.Fatalf("edit never applied\n%s", s.logs.String())
 	}
 	// An invalid edit: one WARN line listing both problems; nothing changes.
-	seq := s.app.Store.Load().Seq
+	seq := s.app.Router.Live().Seq
 	replace("max_result_bytes: lots\ncolour: red\n")
 	if err := e.WaitUntil(ctx, func() bool { return strings.Contains(s.logs.String(), "rejected (2 problem(s))") }); err != nil {
 		t.Fatalf("no WARN\n%s", s.logs.String())
@@ -451,17 +451,17 @@ func TestFileModeEndToEnd(t *testing.T) {
 	if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "/colour: unknown key") || !strings.Contains(line, "/max_result_bytes: invalid type") || !strings.Contains(line, "the previous configuration stays live") {
 		t.Fatalf("%s", line)
 	}
-	if s.app.Store.Load().Seq != seq {
+	if s.app.Router.Live().Seq != seq {
 		t.Fatal("an invalid edit half-applied")
 	}
 	// Delete, then recreate.
 	_ = os.Remove(path)
 	time.Sleep(700 * time.Millisecond)
-	if s.app.Store.Load().Config.MaxResultBytes != 2000 {
+	if s.app.Router.Live().Config.MaxResultBytes != 2000 {
 		t.Fatal("deleting the file changed the live configuration")
 	}
 	_ = os.WriteFile(path, []byte("max_result_bytes: 3000\n"), 0o600)
-	if err := e.WaitUntil(ctx, func() bool { return s.app.Store.Load().Config.MaxResultBytes == 3000 }); err != nil {
+	if err := e.WaitUntil(ctx, func() bool { return s.app.Router.Live().Config.MaxResultBytes == 3000 }); err != nil {
 		t.Fatalf("recreated file never applied\n%s", s.logs.String())
 	}
 	s.waitLog(t, "max_result_bytes 2000 → 3000 (next call)")
@@ -550,7 +550,7 @@ func TestLoweredIdleTTLReapsAtOnce(t *testing.T) {
 			// The sweeper ticked at start and now waits 60 s; lower the TTL.
 			changed := time.Now()
 			if mode == "engine" {
-				c := s.app.Store.Load().Config
+				c := s.app.Router.Live().Config
 				c.IdleTTLSecs = 1
 				if eb := e.Config.SetValue(ctx, "code-runner", json.RawMessage(c.JSON())); eb != nil {
 					t.Fatal(eb)

@@ -31,11 +31,10 @@ func setup(t *testing.T) (*iiitest.Engine, *iii.Client) {
 	t.Cleanup(e.Close)
 	c := iii.New(iii.Options{URL: e.URL(), Name: "code-runner", Version: "test", Logger: quiet()})
 	t.Cleanup(func() { _ = c.Close() })
-	snap := &configsvc.Snapshot{Config: configsvc.Defaults()}
-	r := core.NewRouter(Transport{Client: c}, quiet())
+	r := core.NewRouter(configsvc.Defaults(), "defaults", Transport{Client: c}, quiet())
 	for _, id := range core.WorkerFunctionIDs {
 		id := id
-		r.Handle(id, core.Route{Pipeline: core.NewPipeline(snap, func(ctx context.Context, call *core.Call) (any, error) {
+		r.Handle(id, core.Route{Terminal: func(ctx context.Context, call *core.Call) (any, error) {
 			if strings.Contains(string(call.Payload), "fail") {
 				return nil, core.ErrTimeout()
 			}
@@ -43,7 +42,7 @@ func setup(t *testing.T) (*iiitest.Engine, *iii.Client) {
 				panic("test panic")
 			}
 			return map[string]string{"served": id}, nil
-		})})
+		}})
 	}
 	(&Publisher{Client: c, Router: r, Log: quiet()}).Publish(core.WorkerFunctionIDs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -137,7 +137,7 @@ func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envF
 	cfg.WarmPoolNode, cfg.WarmPoolPython = 0, 0 // one run: nothing to keep warm
 
 	transport := &worker.LocalTransport{}
-	app, err := worker.NewApp(worker.AppOptions{Store: configsvc.NewStore(cfg, source), Transport: transport, Log: log})
+	app, err := worker.NewApp(worker.AppOptions{Config: cfg, Source: source, Transport: transport, Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "code-runner run: %v\n", err)
 		return 1

@@ -62,11 +62,8 @@ func TestANamespaceCallWaitingBehindDetachedWorkRunsAfterTheRestart(t *testing.T
 	// the next calls get room for a restart under the race detector.
 	cfg := r.cfg
 	cfg.DefaultTimeoutMS = 20000
-	snap := &configsvc.Snapshot{Config: cfg}
-	r.router.Reconfigure(snap)
-	if err := r.eng.Reconfigure(snap); err != nil {
-		t.Fatal(err)
-	}
+	r.router.Swap(r.router.Provision(cfg, "test"))
+	r.eng.Commit(r.router.Live())
 	time.Sleep(200 * time.Millisecond)
 	if v, err := bus.Invoke(t, "dd::f", `{}`); err != nil || string(v) != "1" { // replayed: a fresh count
 		t.Fatalf("during the spin: %s %v", v, err)

@@ -48,10 +48,11 @@ type Options struct {
 	// Transport reaches the bus for guest calls made outside any run (a
 	// guest-registered handler invoked from the bus).
 	Transport core.Transport
-	// Config is the configuration the engine starts on (nil: the defaults);
-	// Reconfigure moves it on. Per-call limits come from the call's own
-	// snapshot (RuntimeOptions.Config, the guest route's budget).
-	Config *configsvc.Snapshot
+	// Live returns the worker's live configuration (Router.Live; nil: the
+	// defaults, always): pool sizes and the budgets of work no call waits
+	// for. Per-call limits come from the call's own snapshot
+	// (RuntimeOptions.Config, the guest route's budget).
+	Live func() *configsvc.Snapshot
 	// Owners answers whether another worker on the engine serves an id a
 	// guest wants to publish or bind (nil: no engine).
 	Owners core.Owners
@@ -77,7 +78,6 @@ type Engine struct {
 
 	pool     *warmpool.Pool[*hostProc]
 	closed   atomic.Bool
-	cfg      atomic.Pointer[configsvc.Snapshot] // the engine's configuration; Reconfigure moves it
 	hostsMu  sync.Mutex
 	hosts    map[*hostProc]bool
 	cleanups inFlight // Destroy's background work: scratch removal, host recycling
@@ -95,8 +95,9 @@ func New(opts Options) (*Engine, error) {
 		}
 		opts.HostArgv = []string{exe, HostArg}
 	}
-	if opts.Config == nil {
-		opts.Config = &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
+	if opts.Live == nil {
+		defaults := &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
+		opts.Live = func() *configsvc.Snapshot { return defaults }
 	}
 	if opts.Registry == nil {
 		opts.Registry = core.NewRegistry(nil)
@@ -105,7 +106,6 @@ func New(opts Options) (*Engine, error) {
 		opts.LocalLog = opts.Log
 	}
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "node"), localLog: opts.LocalLog.With("engine", "node"), hosts: map[*hostProc]bool{}}
-	e.cfg.Store(opts.Config)
 	e.pool = newPool(e)
 	return e, nil
 }
@@ -197,7 +197,7 @@ func (e *Engine) HostPIDs() []int {
 	return pids
 }
 
-var _ core.Reconfigurer = (*Engine)(nil)
+var _ core.Committer = (*Engine)(nil)
 
 // Parked is how many pooled isolate hosts wait for a one-shot.
 func (e *Engine) Parked() int {
@@ -207,17 +207,12 @@ func (e *Engine) Parked() int {
 	return e.pool.Size()
 }
 
-// Reconfigure makes the pool follow the live configuration (size, heap
-// cap); it cannot fail.
-func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {
-	e.cfg.Store(snap)
-	e.pool.Kick()
-	return nil
-}
+// Commit makes the pool follow the live configuration (size, heap cap).
+func (e *Engine) Commit(*configsvc.Snapshot) { e.pool.Kick() }
 
 // config is the engine's current configuration (pool sizes, the budget of
 // work no call is waiting for).
-func (e *Engine) config() *configsvc.Config { return &e.cfg.Load().Config }
+func (e *Engine) config() *configsvc.Config { return &e.opts.Live().Config }
 
 func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
 	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log, e.localLog)

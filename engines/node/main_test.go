@@ -43,13 +43,12 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 		mut(&cfg)
 	}
 	r := &rig{reg: core.NewRegistry(nil), cfg: cfg}
-	r.router = core.NewRouter(transport, quiet())
-	r.router.Reconfigure(&configsvc.Snapshot{Config: cfg})
+	r.router = core.NewRouter(cfg, "test", transport, quiet())
 	if bus != nil { // guest functions are routes, as in the worker
 		bus = &core.GuestRoutes{Router: r.router, Bus: bus}
 	}
 	eng, err := New(Options{HostArgv: []string{os.Args[0]}, HostEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"},
-		Registry: r.reg, Bus: bus, Transport: transport, Config: &configsvc.Snapshot{Config: cfg}, Log: quiet()})
+		Registry: r.reg, Bus: bus, Transport: transport, Live: r.router.Live, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +56,7 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 	r.eng = eng
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangNode: eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
-	for id, route := range core.Routes(&configsvc.Snapshot{Config: cfg}, svc, r.ns) {
+	for id, route := range core.Routes(svc, r.ns) {
 		r.router.Handle(id, route)
 	}
 	return r

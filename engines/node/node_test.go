@@ -676,8 +676,9 @@ func TestHostsGetNoneOfTheWorkersEnvironment(t *testing.T) {
 	t.Setenv("TZ", "Europe/Berlin")
 	cfg := configsvc.Defaults()
 	cfg.WarmPoolNode = 1
+	snap := &configsvc.Snapshot{Config: cfg}
 	eng, err := New(Options{HostArgv: []string{os.Args[0], HostArg}, Registry: core.NewRegistry(nil),
-		Config: &configsvc.Snapshot{Config: cfg}, Log: quiet()})
+		Live: func() *configsvc.Snapshot { return snap }, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

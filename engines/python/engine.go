@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -50,11 +49,12 @@ type Options struct {
 	Registry  *core.Registry
 	Bus       core.Bus
 	Transport core.Transport
-	// Config is the configuration the engine starts on (nil: the defaults);
-	// Reconfigure moves it on. Per-call limits come from the call's own
-	// snapshot (RuntimeOptions.Config, the guest route's budget).
-	Config *configsvc.Snapshot
-	Log    *slog.Logger
+	// Live returns the worker's live configuration (Router.Live; nil: the
+	// defaults, always): pool sizes and the budgets of work no call waits
+	// for. Per-call limits come from the call's own snapshot
+	// (RuntimeOptions.Config, the guest route's budget).
+	Live func() *configsvc.Snapshot
+	Log  *slog.Logger
 	// Dirs, when set, holds the worker's own directory under each
 	// temporary root: every /work (and its /out) is made inside it, so a
 	// worker that starts after this one was killed can remove them
@@ -88,7 +88,6 @@ type Engine struct {
 	stdlib fs.FS // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
 	cache  wazero.CompilationCache
 
-	cfg  atomic.Pointer[configsvc.Snapshot] // the engine's configuration; Reconfigure moves it
 	mu   sync.Mutex
 	wr   *wasmRuntime // nil until boot compiled python.wasm
 	gate chan struct{}
@@ -168,13 +167,13 @@ func New(opts Options) *Engine {
 	if opts.Registry == nil {
 		opts.Registry = core.NewRegistry(nil)
 	}
-	if opts.Config == nil {
-		opts.Config = &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
+	if opts.Live == nil {
+		defaults := &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
+		opts.Live = func() *configsvc.Snapshot { return defaults }
 	}
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{},
 		gate: make(chan struct{}, maxExecuting)}
 	e.openFiles.max = workerOpenFiles()
-	e.cfg.Store(opts.Config)
 	go e.boot()
 	return e
 }
@@ -337,26 +336,24 @@ func (e *Engine) Parked() int {
 	return e.pool.Size()
 }
 
-// Reconfigure makes the pool follow the live size. Before boot has finished
+// Commit makes the pool follow the live size. Before boot has finished
 // there is no pool yet (it starts with the live size).
-func (e *Engine) Reconfigure(snap *configsvc.Snapshot) error {
-	e.cfg.Store(snap)
+func (e *Engine) Commit(*configsvc.Snapshot) {
 	select {
 	case <-e.ready:
 	default:
-		return nil
+		return
 	}
 	if e.pool != nil {
 		e.pool.Kick()
 	}
-	return nil
 }
 
-var _ core.Reconfigurer = (*Engine)(nil)
+var _ core.Committer = (*Engine)(nil)
 
 // config is the engine's current configuration (pool size, the bridge of
 // handler invocations, the budget of a replay no call waits for).
-func (e *Engine) config() *configsvc.Config { return &e.cfg.Load().Config }
+func (e *Engine) config() *configsvc.Config { return &e.opts.Live().Config }
 
 // Close stops the pool and every runtime.
 func (e *Engine) Close() {

@@ -53,27 +53,25 @@ func newRigWith(t testing.TB, mut func(*configsvc.Config), tr core.Transport) *r
 	if tr == nil {
 		tr = r.lb
 	}
-	r.router = core.NewRouter(tr, quiet())
-	r.router.Reconfigure(&configsvc.Snapshot{Config: cfg})
+	r.router = core.NewRouter(cfg, "test", tr, quiet())
 	// Guest functions are routes, as in the worker.
-	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: tr, Config: &configsvc.Snapshot{Config: cfg}, Log: quiet(), CacheDir: testCacheDir})
+	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: tr, Live: r.router.Live, Log: quiet(), CacheDir: testCacheDir})
 	t.Cleanup(r.eng.Close)
 	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
 	r.lb.Router = r.router
-	for id, route := range core.Routes(&configsvc.Snapshot{Config: cfg}, svc, r.ns) {
+	for id, route := range core.Routes(svc, r.ns) {
 		r.router.Handle(id, route)
 	}
 	return r
 }
 
-// setDefaultTimeout changes default_timeout_ms as a reload would: every
-// route's snapshot, then the engine.
+// setDefaultTimeout changes default_timeout_ms as a reload would: the
+// router's table is swapped, then the engine told.
 func (r *rig) setDefaultTimeout(ms int64) {
 	r.cfg.DefaultTimeoutMS = ms
-	snap := &configsvc.Snapshot{Config: r.cfg}
-	r.router.Reconfigure(snap)
-	_ = r.eng.Reconfigure(snap)
+	r.router.Swap(r.router.Provision(r.cfg, "test"))
+	r.eng.Commit(r.router.Live())
 }
 
 func (r *rig) call(t testing.TB, fn string, req any) (json.RawMessage, *core.Error) {
@@ -220,7 +218,7 @@ func TestNewRuntimeFollowsTheCallsSnapshot(t *testing.T) {
 	root := t.TempDir()
 	c := r.cfg
 	c.ScratchRoot = &root
-	r.router.Reconfigure(&configsvc.Snapshot{Config: c}) // the engine is not told
+	r.router.Swap(r.router.Provision(c, "test")) // the engine is not told (Commit)
 	res, err := r.run(t, map[string]any{"code": "open('/work/f', 'w').write('x')", "keep": true})
 	if err != nil || !res.Success {
 		t.Fatalf("%+v %v", res, err)
