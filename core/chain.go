@@ -37,13 +37,22 @@ type Route struct {
 	StagesFor func(*configsvc.Snapshot) []Stage
 }
 
-// compile builds r's chain for snap.
+// compile builds r's chain for snap: the decoder, then the stages.
 func (r Route) compile(snap *configsvc.Snapshot) Handler {
 	stages := r.Stages
 	if r.StagesFor != nil {
 		stages = r.StagesFor(snap)
 	}
-	return Chain(r.Terminal, stages...)
+	h := Chain(r.Terminal, stages...)
+	if r.Decode == nil {
+		return h
+	}
+	return func(ctx context.Context, call *Call) (any, error) {
+		if err := r.Decode(call); err != nil {
+			return nil, err
+		}
+		return h(ctx, call)
+	}
 }
 
 // Serve runs call through r's chain compiled for snap, with call.Config set

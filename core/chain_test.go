@@ -272,3 +272,54 @@ func TestRouterReconfiguresEveryRouteAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTheDoorSeesEveryCallOnce: the door's stages run once for every call —
+// answered, failed, panicked, decoded badly, of a guest route or of an id
+// with no route — outermost first, and Admit's end comes before the
+// answer: when the caller has it the call is no longer counted.
+func TestTheDoorSeesEveryCallOnce(t *testing.T) {
+	var inFlight, admitted, ended, traced int
+	var order []string
+	admit := Admit(func() func() {
+		inFlight++
+		admitted++
+		order = append(order, "admit")
+		return func() { inFlight--; ended++ }
+	})
+	trace := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (any, error) {
+			traced++
+			order = append(order, "trace")
+			return next(ctx, c)
+		}
+	}
+	r := NewRouter(configsvc.Defaults(), "defaults", nil, nil, DoorStages(admit, trace)...)
+	r.Handle("x::ok", Route{Terminal: func(context.Context, *Call) (any, error) { return 1, nil }})
+	r.Handle("x::fail", Route{Terminal: func(context.Context, *Call) (any, error) { return nil, ErrTimeout() }})
+	r.Handle("x::panic", Route{Terminal: func(context.Context, *Call) (any, error) { panic("boom") }})
+	r.Handle(FnRun, Route{Decode: DecodeRunCall, Terminal: func(context.Context, *Call) (any, error) { return nil, nil }})
+	r.HandleCurrent("g::f", func(context.Context, *Call) (any, error) { return json.RawMessage("2"), nil })
+	calls := []struct {
+		id, payload string
+		fails       bool
+	}{{"x::ok", `{}`, false}, {"x::fail", `{}`, true}, {"x::panic", `{}`, true}, {FnRun, `[]`, true}, {"g::f", `{}`, false}, {"x::none", `{}`, true}}
+	for _, c := range calls {
+		order = nil
+		_, err := r.Invoke(context.Background(), c.id, json.RawMessage(c.payload), nil)
+		if (err != nil) != c.fails {
+			t.Fatalf("%s: %v", c.id, err)
+		}
+		if inFlight != 0 {
+			t.Fatalf("%s answered while still counted in flight", c.id)
+		}
+		if !reflect.DeepEqual(order, []string{"admit", "trace"}) {
+			t.Fatalf("%s passed the door as %v", c.id, order)
+		}
+	}
+	if admitted != len(calls) || ended != len(calls) || traced != len(calls) {
+		t.Fatalf("admitted %d, ended %d, traced %d, calls %d", admitted, ended, traced, len(calls))
+	}
+	if _, err := r.Invoke(context.Background(), "x::none", nil, nil); err != ErrFunctionNotFound {
+		t.Fatalf("an id with no route: %v", err)
+	}
+}

@@ -116,6 +116,18 @@ func ErrExpired(id string) *Error {
 	return Errorf(CodeExpired, "runtime %s expired: it was reaped or killed and its functions unregistered — call run again without this runtime_id to get a fresh one (its scratch directory starts empty)", id)
 }
 
+// ErrHandlerGone is the answer of a guest function whose runtime was reaped
+// or torn down (its id is being unregistered).
+func ErrHandlerGone(functionID string) *Error {
+	return Errorf(CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", functionID)
+}
+
+// ErrHandlerNotRestored is the answer of a guest function whose source
+// failed when its restarted runtime replayed it; why is the failure.
+func ErrHandlerNotRestored(functionID, why string) *Error {
+	return Errorf(CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", functionID, why)
+}
+
 // ErrLostMidRun replaces not-found/expired for callers that held no id
 // (docs/behaviour.md#runtime-id-capability).
 func ErrLostMidRun() *Error {

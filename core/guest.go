@@ -10,19 +10,25 @@ import (
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
-// GuestInvocation is one bus invocation of a guest-registered function as
-// its engine receives it: the payload and metadata as they came, and the
-// budget the call's configuration grants the handler (the route's timeout
-// clamp; engines start it after any restart of the runtime).
+// GuestInvocation is one bus invocation of a guest-registered function:
+// the payload and metadata as they came, then, on the engine's side of the
+// route, the budget the call's configuration grants the handler (the
+// route's timeout clamp; engines start it after any restart of the
+// runtime) and the bridge for the guest calls the handler makes.
 type GuestInvocation struct {
 	Payload  json.RawMessage
 	Metadata json.RawMessage
-	Budget   time.Duration
+	// Traceparent and Baggage are the caller's trace context, as the bus
+	// delivered it.
+	Traceparent, Baggage string
+	// Budget and Bridge are the route's (GuestStages); zero on the bus side.
+	Budget time.Duration
+	Bridge Bridge
 }
 
 // GuestRoutes is the core.Bus engines publish guest functions through:
-// each guest function becomes a route of the router — payload limit,
-// timeout clamp, then the engine's handler — and the bus below is handed a
+// each guest function becomes a route of the router (GuestStages, then the
+// engine's handler) and the bus below is handed a
 // handler that enters through that router, so a guest function is served
 // through the same door, on the same configuration snapshot, as the
 // worker's own functions. Triggers and trigger types pass straight to the
@@ -36,21 +42,17 @@ var _ Bus = (*GuestRoutes)(nil)
 
 // RegisterFunction installs reg.ID's route and publishes it on the bus.
 func (g *GuestRoutes) RegisterFunction(reg FunctionRegistration, h GuestHandler) {
-	var stages []Stage
-	if reg.PayloadLimit > 0 {
-		stages = append(stages, PayloadLimit(reg.PayloadLimit))
-	}
 	terminal := func(ctx context.Context, call *Call) (any, error) {
-		res, err := h(ctx, GuestInvocation{Payload: call.Payload, Metadata: call.Metadata, Budget: RunBudget(0, call.Config)})
+		res, err := h(ctx, GuestInvocation{Payload: call.Payload, Metadata: call.Metadata, Budget: call.Budget, Bridge: call.Bridge})
 		if err != nil {
 			return nil, err
 		}
 		return res, nil // nil stays nil: the wire adapter answers null
 	}
-	g.Router.HandleCurrent(reg.ID, terminal, stages...)
+	g.Router.HandleCurrent(reg.ID, terminal, GuestStages(reg.PayloadLimit)...)
 	id := reg.ID
 	g.Bus.RegisterFunction(reg, func(ctx context.Context, inv GuestInvocation) (json.RawMessage, error) {
-		res, err := g.Router.Invoke(ctx, id, inv.Payload, inv.Metadata)
+		res, err := g.Router.Serve(ctx, Inbound{FunctionID: id, Payload: inv.Payload, Metadata: inv.Metadata, Traceparent: inv.Traceparent, Baggage: inv.Baggage})
 		if err != nil {
 			return nil, err
 		}
@@ -59,6 +61,22 @@ func (g *GuestRoutes) RegisterFunction(reg FunctionRegistration, h GuestHandler)
 		}
 		return jsonx.Marshal(res) // only a stage's own value; guest values are raw
 	})
+}
+
+type bridgeKey struct{}
+
+// WithBridge returns ctx carrying b, the bridge for the guest calls of the
+// work ctx is handed to (an engine keeps a task's context while its guest
+// code runs, and its guest calls find their bridge there).
+func WithBridge(ctx context.Context, b Bridge) context.Context {
+	return context.WithValue(ctx, bridgeKey{}, b)
+}
+
+// BridgeFrom returns the bridge ctx carries (WithBridge), or nil: work no
+// routed call started, such as detached guest work.
+func BridgeFrom(ctx context.Context) Bridge {
+	b, _ := ctx.Value(bridgeKey{}).(Bridge)
+	return b
 }
 
 // UnregisterFunction retires id from the bus and removes its dynamic route

@@ -447,7 +447,7 @@ func (n *Namespaces) DestroyAll() {
 func Routes(run *RunService, ns *Namespaces) map[string]Route {
 	return map[string]Route{
 		FnRun:              {Decode: DecodeRunCall, Terminal: run.Handle, Stages: RunStages()},
-		FnRegisterFunction: {Decode: DecodeRegisterCall, Terminal: ns.Register, Stages: []Stage{RedactUnheld, BridgePolicy}},
+		FnRegisterFunction: {Decode: DecodeRegisterCall, Terminal: ns.Register, Stages: RegisterStages()},
 		// No redaction: a namespace teardown's not-found quotes no id, and a
 		// runtime-id teardown comes from a caller that holds the id.
 		FnTeardown: {Decode: DecodeTeardownCall, Terminal: ns.Teardown},

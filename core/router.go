@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -36,6 +37,8 @@ type Router struct {
 	dynamic   sync.Map // function id → Handler (HandleCurrent)
 	transport Transport
 	log       *slog.Logger
+	door      []Stage // in front of every route's own stages
+	notFound  Handler // the door around the not-found answer
 }
 
 // Table is one immutable generation of a Router: its routes, each chain
@@ -55,12 +58,23 @@ type compiledRoute struct {
 }
 
 // NewRouter returns an empty Router serving initial, whose calls reach the
-// bus through transport (nil means no bus: every guest call fails).
-func NewRouter(initial configsvc.Config, source string, transport Transport, log *slog.Logger) *Router {
+// bus through transport (nil means no bus: every guest call fails). door is
+// the stage list every call passes first, whatever its route — an unknown
+// id included (the worker's: DoorStages); nil stages are skipped.
+func NewRouter(initial configsvc.Config, source string, transport Transport, log *slog.Logger, door ...Stage) *Router {
 	if log == nil {
 		log = slog.Default()
 	}
 	r := &Router{transport: transport, log: log}
+	for _, s := range door {
+		if s != nil {
+			r.door = append(r.door, s)
+		}
+	}
+	// Innermost in the door: a panic below becomes an error the door's
+	// stages see (the call's span ends, its admission is released).
+	r.door = append(r.door, r.recoverPanics)
+	r.notFound = Chain(func(context.Context, *Call) (any, error) { return nil, ErrFunctionNotFound }, r.door...)
 	r.table.Store(&Table{routes: map[string]compiledRoute{}, snap: &configsvc.Snapshot{Config: initial, Source: source, Seq: 1, AppliedAt: time.Now()}})
 	return r
 }
@@ -86,7 +100,9 @@ func (r *Router) update(edit func(*Table)) {
 // Handle registers route under functionID, replacing any previous one; its
 // chain is compiled for the live snapshot at once.
 func (r *Router) Handle(functionID string, route Route) {
-	r.update(func(t *Table) { t.routes[functionID] = compiledRoute{route: route, handler: route.compile(t.snap)} })
+	r.update(func(t *Table) {
+		t.routes[functionID] = compiledRoute{route: route, handler: Chain(route.compile(t.snap), r.door...)}
+	})
 }
 
 // HandleCurrent installs a dynamic route for functionID: terminal behind
@@ -95,7 +111,7 @@ func (r *Router) Handle(functionID string, route Route) {
 // configuration). It replaces a previous dynamic route of that id and
 // never copies the table.
 func (r *Router) HandleCurrent(functionID string, terminal Handler, stages ...Stage) {
-	r.dynamic.Store(functionID, Chain(terminal, stages...))
+	r.dynamic.Store(functionID, Chain(Chain(terminal, stages...), r.door...))
 }
 
 // RemoveCurrent deletes the dynamic route of functionID, if any; a static
@@ -114,14 +130,14 @@ func (r *Router) Remove(functionID string) {
 // every route's chain compiled for the snapshot cfg would become. It
 // cannot fail and changes nothing.
 func (r *Router) Provision(cfg configsvc.Config, source string) *Table {
-	return provision(r.table.Load(), cfg, source)
+	return r.provision(r.table.Load(), cfg, source)
 }
 
-func provision(base *Table, cfg configsvc.Config, source string) *Table {
+func (r *Router) provision(base *Table, cfg configsvc.Config, source string) *Table {
 	snap := &configsvc.Snapshot{Config: cfg, Source: source, Seq: base.snap.Seq + 1, AppliedAt: time.Now()}
 	t := &Table{routes: make(map[string]compiledRoute, len(base.routes)), snap: snap, base: base}
 	for id, rt := range base.routes {
-		t.routes[id] = compiledRoute{route: rt.route, handler: rt.route.compile(snap)}
+		t.routes[id] = compiledRoute{route: rt.route, handler: Chain(rt.route.compile(snap), r.door...)}
 	}
 	return t
 }
@@ -136,40 +152,66 @@ func (r *Router) Swap(t *Table) (old *configsvc.Snapshot, live *configsvc.Snapsh
 	defer r.mu.Unlock()
 	cur := r.table.Load()
 	if t.base != cur {
-		t = provision(cur, t.snap.Config, t.snap.Source)
+		t = r.provision(cur, t.snap.Config, t.snap.Source)
 	}
 	t.base = nil // the old table is not kept alive by the new one
 	r.table.Store(t)
 	return cur.snap, t.snap
 }
 
-// Invoke handles one invocation of functionID. It returns ErrFunctionNotFound
-// for an id without a route; every other failure is an *Error (a panic
-// anywhere below becomes the internal code-runner::engine error).
-func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadata json.RawMessage) (result any, err error) {
+// recoverPanics turns a panic of the route below into the internal
+// code-runner::engine error, logged with its stack.
+func (r *Router) recoverPanics(next Handler) Handler {
+	return func(ctx context.Context, call *Call) (result any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				r.log.ErrorContext(ctx, "panic while handling a call", "function_id", call.FunctionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				result, err = nil, AsError(fmt.Errorf("panic: %v", p), call.FunctionID)
+			}
+		}()
+		return next(ctx, call)
+	}
+}
+
+// Inbound is one invocation as it reaches the router.
+type Inbound struct {
+	FunctionID string
+	Payload    json.RawMessage
+	Metadata   json.RawMessage
+	// Traceparent and Baggage are the caller's W3C trace context, as the
+	// bus delivered it (the door's telemetry stage continues it).
+	Traceparent, Baggage string
+}
+
+// Invoke handles one invocation of functionID with no trace context of its
+// own (Serve).
+func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadata json.RawMessage) (any, error) {
+	return r.Serve(ctx, Inbound{FunctionID: functionID, Payload: payload, Metadata: metadata})
+}
+
+// Serve handles one invocation: the door's stages, then the route's
+// decoder, stages and terminal. An id without a route passes the door and
+// answers ErrFunctionNotFound; every other failure is an *Error (a panic
+// below the door becomes the internal code-runner::engine error).
+func (r *Router) Serve(ctx context.Context, in Inbound) (any, error) {
+	functionID := in.FunctionID
 	t := r.table.Load()
-	route, ok := t.routes[functionID]
+	route, static := t.routes[functionID]
 	h := route.handler
-	if !ok {
-		d, found := r.dynamic.Load(functionID)
-		if !found {
-			return nil, ErrFunctionNotFound
-		}
-		h = d.(Handler)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.log.ErrorContext(ctx, "panic while handling a call", "function_id", functionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			result, err = nil, AsError(fmt.Errorf("panic: %v", p), functionID)
-		}
-	}()
-	call := &Call{FunctionID: functionID, Payload: payload, Metadata: metadata, Received: time.Now(), Transport: r.transport, Config: &t.snap.Config}
-	if route.route.Decode != nil {
-		if err := route.route.Decode(call); err != nil {
-			return nil, AsError(err, functionID)
+	guest := false
+	if !static {
+		if d, found := r.dynamic.Load(functionID); found {
+			h, guest = d.(Handler), true
+		} else {
+			h = r.notFound
 		}
 	}
+	call := &Call{FunctionID: functionID, Payload: in.Payload, Metadata: in.Metadata, Received: time.Now(), Transport: r.transport,
+		Config: &t.snap.Config, Guest: guest, Traceparent: in.Traceparent, Baggage: in.Baggage}
 	res, err := h(ctx, call)
+	if errors.Is(err, ErrFunctionNotFound) {
+		return nil, ErrFunctionNotFound
+	}
 	if err != nil {
 		return nil, AsError(err, functionID)
 	}

@@ -82,6 +82,39 @@ func RedactUnheld(next Handler) Handler {
 	}
 }
 
+// Every call, whatever its route, passes the router's door first, then its
+// route's decoder and stages, then its terminal. The stage lists, outermost
+// first (the design card's order: deny-list bridge checks → timeout clamp →
+// engine → output cap → capability redaction):
+//
+//	door (every call)        DoorStages: Admit → Trace
+//	code-runner::run         RunStages: RedactUnheld → OutputCap → BridgePolicy → TimeoutClamp → RunService
+//	register_function        RegisterStages: RedactUnheld → BridgePolicy → Namespaces.Register
+//	teardown                 (none) → Namespaces.Teardown
+//	a guest function         GuestStages: [PayloadLimit] → TimeoutClamp → BridgePolicy → the engine's handler
+//	inject-guidance          hooks.PreGenerate: [Guidance] → "no change"
+//	on-config-change         hooks.ConfigChanged: serialize → validate → provision → swap → clean up
+//	ui-content, workers-changed  (none)
+
+// DoorStages is the stage list every call passes first, outermost first:
+// admission (the call counts as work in flight) and telemetry (a span and
+// the metrics of the invocation). The worker supplies both — core links no
+// OpenTelemetry — and a nil stage is skipped.
+func DoorStages(admit, trace Stage) []Stage { return []Stage{admit, trace} }
+
+// Admit counts a call as work in flight while it runs: enter is called as
+// the call starts, and the function it returns as the call ends (the
+// worker's GOMAXPROCS governor, internal/procs).
+func Admit(enter func() (leave func())) Stage {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *Call) (any, error) {
+			leave := enter()
+			defer leave()
+			return next(ctx, call)
+		}
+	}
+}
+
 // RunStages is the stage list of the run pipeline, outermost first: on the
 // way in the bridge policy is attached and the timeout clamped; on the way
 // out the output caps apply, then runtime-id redaction.
@@ -89,9 +122,25 @@ func RunStages() []Stage {
 	return []Stage{RedactUnheld, OutputCap, BridgePolicy, TimeoutClamp}
 }
 
+// RegisterStages is the stage list of register_function: the bridge policy
+// for the handler's definition run, redaction of ids on the way out.
+func RegisterStages() []Stage { return []Stage{RedactUnheld, BridgePolicy} }
+
+// GuestStages is the stage list of a guest function's route: its payload
+// limit (payloadLimit > 0), the timeout clamp (the handler's budget from the
+// call's configuration) and the bridge policy (the guest calls the handler
+// makes, under the same configuration).
+func GuestStages(payloadLimit int) []Stage {
+	var stages []Stage
+	if payloadLimit > 0 {
+		stages = append(stages, PayloadLimit(payloadLimit))
+	}
+	return append(stages, TimeoutClamp, BridgePolicy)
+}
+
 // NewPolicyBridge returns t behind the deny-list and guest timeout rules,
-// with cfg as the configuration (for calls made outside any pipeline call,
-// such as a guest-registered handler invoked from the bus).
+// with cfg as the configuration (for guest calls no routed call made:
+// detached guest work, the replay of a restarted runtime).
 func NewPolicyBridge(t Transport, cfg *configsvc.Config) Bridge {
 	return &policyBridge{transport: t, cfg: cfg}
 }

@@ -38,6 +38,11 @@ type Call struct {
 	Payload    json.RawMessage
 	Metadata   json.RawMessage
 	Received   time.Time // when handling began (duration_ms counts from here)
+	// Guest marks a call of a guest-registered function (a dynamic route).
+	Guest bool
+	// Traceparent and Baggage are the caller's W3C trace context as the bus
+	// delivered it ("" when none).
+	Traceparent, Baggage string
 
 	// Request is the decoded request (for example *RunRequest).
 	Request any

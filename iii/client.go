@@ -52,11 +52,6 @@ type Options struct {
 	// failures so far (1 for the first), everConnected says whether any
 	// attempt ever succeeded.
 	OnDialFailed func(failures int, everConnected bool, err error)
-	// Admit, when set, is called as each inbound invocation starts being
-	// handled; the function it returns is called once the reply is ready,
-	// just before it is sent, so a caller's next invocation never overlaps
-	// its last. The worker sizes its Ps by it (internal/procs).
-	Admit func() (done func())
 }
 
 func (o *Options) defaults() {
@@ -749,13 +744,8 @@ func (c *Client) handleInvoke(cn *conn, f *Frame) {
 	c.mu.Lock()
 	fe := c.functions[f.FunctionID]
 	c.mu.Unlock()
-	admitted := func() {}
-	if c.opts.Admit != nil {
-		admitted = c.opts.Admit()
-	}
 	// Every path below ends in exactly one reply.
 	reply := func(result json.RawMessage, eb *ErrorBody) {
-		admitted()
 		if f.InvocationID == "" {
 			return
 		}

@@ -563,44 +563,6 @@ func settledGoroutines(t *testing.T) int {
 	return last
 }
 
-// Admit sees every invocation once, whatever its outcome, and its end comes
-// before the reply leaves: when the caller has the answer the invocation is
-// no longer counted, so a caller's next call never overlaps its last in
-// the count the worker sizes its Ps by.
-func TestAdmitSeesEveryInvocationEndBeforeItsAnswer(t *testing.T) {
-	e := newEngine(t)
-	var inFlight, admitted, ended atomic.Int64
-	b := newClient(t, e.URL(), "b", func(o *iii.Options) {
-		o.Admit = func() func() {
-			inFlight.Add(1)
-			admitted.Add(1)
-			return func() { inFlight.Add(-1); ended.Add(1) }
-		}
-	})
-	b.RegisterFunction(iii.FunctionDef{ID: "b::ok"}, func(ctx context.Context, r iii.Request) (any, error) { return 1, nil })
-	b.RegisterFunction(iii.FunctionDef{ID: "b::fail"}, func(ctx context.Context, r iii.Request) (any, error) { return nil, errors.New("no") })
-	b.RegisterFunction(iii.FunctionDef{ID: "b::panic"}, func(ctx context.Context, r iii.Request) (any, error) { panic("boom") })
-	b.RegisterFunction(iii.FunctionDef{ID: "b::bad"}, func(ctx context.Context, r iii.Request) (any, error) { return func() {}, nil })
-	ctx := ctx10(t)
-	ids := []string{"b::ok", "b::fail", "b::panic", "b::bad"}
-	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("b::bad") })
-	calls := 0
-	for i := 0; i < 50; i++ {
-		for _, id := range ids {
-			if _, _, err := e.Invoke(ctx, id, map[string]int{"i": i}, nil); err != nil {
-				t.Fatal(err)
-			}
-			calls++
-			if n := inFlight.Load(); n != 0 {
-				t.Fatalf("%s answered while still counted in flight (%d)", id, n)
-			}
-		}
-	}
-	if admitted.Load() != int64(calls) || ended.Load() != int64(calls) {
-		t.Fatalf("admitted %d, ended %d, calls %d", admitted.Load(), ended.Load(), calls)
-	}
-}
-
 // A worker with a namespace resolves its outbound calls there, as the 0.23
 // SDKs do (iii-wire §10) — unless the call names another — while engine::
 // and configuration:: calls always go to "default"; a worker without one

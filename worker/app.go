@@ -59,7 +59,10 @@ type AppOptions struct {
 	ReadConfig func(ctx context.Context) (configsvc.Config, error)
 	ConfigIDs  []string
 	Transport  core.Transport // guest calls; see LocalTransport for no engine
-	Bus        core.Bus       // guest registrations; nil keeps them in-process
+	// Door is the stage list every call passes first (core.DoorStages:
+	// admission and telemetry; nil: none).
+	Door []core.Stage
+	Bus  core.Bus // guest registrations; nil keeps them in-process
 	// Owners answers whether another worker serves an id before anything is
 	// published (nil: no engine to ask, as in local mode).
 	Owners   core.Owners
@@ -100,7 +103,7 @@ func NewApp(o AppOptions) (*App, error) {
 		o.Log = slog.Default()
 	}
 	a := &App{Registry: core.NewRegistry(nil), Log: o.Log, Dirs: tenantdirs.New()}
-	a.Router = core.NewRouter(o.Config, o.Source, o.Transport, o.Log)
+	a.Router = core.NewRouter(o.Config, o.Source, o.Transport, o.Log, o.Door...)
 	// Guest functions are routes too: published through the router, so a
 	// bus invocation of one enters by the same door as the worker's own.
 	var bus core.Bus

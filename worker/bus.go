@@ -6,7 +6,6 @@ import (
 
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
-	"github.com/code-runner-go/code-runner/telemetry"
 )
 
 // Bus publishes guest registrations over the worker's engine connection
@@ -15,15 +14,14 @@ import (
 // handlers it is given enter through the router.
 type Bus struct {
 	Client *iii.Client
-	Tel    *telemetry.Telemetry // nil: no spans
 }
 
-// RegisterFunction publishes a guest function; each invocation gets a span
-// (Traced).
+// RegisterFunction publishes a guest function. h enters through the
+// router (core.GuestRoutes), whose door traces each invocation.
 func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler) {
 	b.Client.RegisterFunction(iii.FunctionDef{ID: reg.ID, Description: reg.Description, RequestFormat: reg.RequestFormat, ResponseFormat: reg.ResponseFormat},
-		Traced(b.Tel, "guest", func(ctx context.Context, req iii.Request) (any, error) {
-			res, err := h(ctx, core.GuestInvocation{Payload: req.Data, Metadata: req.Metadata})
+		func(ctx context.Context, req iii.Request) (any, error) {
+			res, err := h(ctx, core.GuestInvocation{Payload: req.Data, Metadata: req.Metadata, Traceparent: req.Traceparent, Baggage: req.Baggage})
 			if err != nil {
 				w := core.WireOf(err, req.FunctionID)
 				return nil, &iii.InvocationError{Code: w.Code, Message: w.Message, Err: err}
@@ -32,7 +30,7 @@ func (b Bus) RegisterFunction(reg core.FunctionRegistration, h core.GuestHandler
 				return json.RawMessage("null"), nil
 			}
 			return res, nil
-		}))
+		})
 }
 
 // UnregisterFunction retires a guest function.

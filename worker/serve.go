@@ -91,13 +91,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		log = slog.Default()
 	}
 	fatal := make(chan error, 1)
-	var admit func() func()
+	var admit core.Stage
 	var busy func(int) func()
 	if o.Procs != nil {
-		admit = func() func() { return o.Procs.Enter(1) }
+		admit = core.Admit(func() func() { return o.Procs.Enter(1) })
 		busy = o.Procs.Enter
 	}
-	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log, Admit: admit,
+	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log,
 		Contested: isShared,
 		OnRejected: func(code, detail string) {
 			err := fmt.Errorf("the engine rejected this worker (%s): %s", code, detail)
@@ -189,7 +189,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		readConfig = engineSrc.Fetch
 		configIDs = []string{core.FnOnConfigChange, core.WorkerID(core.FnOnConfigChange, tag)}
 	}
-	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client, Tel: tel},
+	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(admit, Trace(tel)),
 		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
 		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
 		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: &spreader{client: client, peers: peers, self: o.WorkerName},

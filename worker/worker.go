@@ -33,7 +33,7 @@ func (p *Publisher) Publish(ids ...string) {
 	for _, id := range ids {
 		d := DefOf(id)
 		p.Client.RegisterFunction(iii.FunctionDef{ID: d.ID, Description: d.Description, RequestFormat: d.RequestFormat,
-			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Traced(p.Tel, "worker", Handler(p.Router, p.Log)))
+			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Handler(p.Router, p.Log))
 	}
 }
 
@@ -46,7 +46,7 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 		log = slog.Default()
 	}
 	return func(ctx context.Context, req iii.Request) (any, error) {
-		res, err := r.Invoke(ctx, req.FunctionID, req.Data, req.Metadata)
+		res, err := r.Serve(ctx, core.Inbound{FunctionID: req.FunctionID, Payload: req.Data, Metadata: req.Metadata, Traceparent: req.Traceparent, Baggage: req.Baggage})
 		if err == nil {
 			return res, nil
 		}
@@ -62,75 +62,77 @@ func Handler(r *core.Router, log *slog.Logger) iii.Handler {
 // the call answered, with exit_code ≠ 0.
 const OutcomeGuestError = "guest_error"
 
-// Traced wraps h in a span per invocation (telemetry.StartServer), parented
-// on the caller's traceparent: the function id, for runs the language,
-// mode and exit code, the request and result sizes, the outcome ("ok",
-// OutcomeGuestError or the error code) and, when guest code was stopped,
-// the kill (core.Kill). Never the code, the payload, the result or a
-// runtime id.
-//
-// kind ("worker" or "guest") labels the invocation in the metrics, which
-// also count runs, their durations and the kills among them.
-func Traced(tel *telemetry.Telemetry, kind string, h iii.Handler) iii.Handler {
+// Trace is the door's telemetry stage (core.DoorStages): a span per
+// invocation (telemetry.StartServer), parented on the caller's
+// traceparent, with the function id, for runs the language, mode and exit
+// code, the request and result sizes, the outcome ("ok", OutcomeGuestError
+// or the error's wire code) and, when guest code was stopped, the kill
+// (core.Kill). Never the code, the payload, the result or a runtime id.
+// The metrics count the invocation as "guest" (a guest function) or
+// "worker", with runs, their durations and the kills among them. A nil
+// tel is no stage.
+func Trace(tel *telemetry.Telemetry) core.Stage {
 	if tel == nil {
-		return h
+		return nil
 	}
-	return func(ctx context.Context, req iii.Request) (any, error) {
-		start := time.Now()
-		ctx = telemetry.Extract(ctx, req.Traceparent, req.Baggage)
-		var (
-			mu         sync.Mutex
-			lang, mode string
-		)
-		// The run and register services note the language and the kind of
-		// runtime once they have decoded the request.
-		ctx = core.WithCallNotes(ctx, func(l core.Lang, m string) {
+	return func(next core.Handler) core.Handler {
+		return func(ctx context.Context, call *core.Call) (any, error) {
+			start := time.Now()
+			ctx = telemetry.Extract(ctx, call.Traceparent, call.Baggage)
+			var (
+				mu         sync.Mutex
+				lang, mode string
+			)
+			// The run and register services note the language and the kind
+			// of runtime once they have decoded the request.
+			ctx = core.WithCallNotes(ctx, func(l core.Lang, m string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if l == core.LangNode || l == core.LangPython { // a guest's own word is never copied
+					lang = string(l)
+				}
+				mode = m
+			})
+			ctx, span := tel.StartServer(ctx, call.FunctionID, attribute.Int("code_runner.request_bytes", len(call.Payload)))
+			res, err := next(ctx, call)
+			outcome := "ok"
+			if err != nil {
+				outcome = core.WireOf(err, call.FunctionID).Code
+			}
+			kill := string(core.KillOf(err))
+			var end []attribute.KeyValue
+			switch r := res.(type) {
+			case json.RawMessage:
+				end = append(end, attribute.Int("code_runner.result_bytes", len(r)))
+			case *core.RunResponse:
+				result, stdout, stderr, capped := r.Sizes()
+				end = append(end, attribute.Int("code_runner.result_bytes", result), attribute.Int("code_runner.stdout_bytes", stdout),
+					attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped),
+					attribute.Int64("code_runner.exit_code", r.ExitCode))
+				if err == nil && r.ExitCode != 0 {
+					outcome = OutcomeGuestError // the guest threw or raised (contract §22a.11)
+				}
+			}
+			if kill != "" {
+				end = append(end, attribute.String("code_runner.kill", kill))
+			}
 			mu.Lock()
-			defer mu.Unlock()
-			if l == core.LangNode || l == core.LangPython { // a guest's own word is never copied
-				lang = string(l)
+			if mode != "" {
+				end = append(end, attribute.String("code_runner.mode", mode))
 			}
-			mode = m
-		})
-		attrs := []attribute.KeyValue{attribute.Int("code_runner.request_bytes", len(req.Data))}
-		ctx, span := tel.StartServer(ctx, req.FunctionID, attrs...)
-		res, err := h(ctx, req)
-		outcome := "ok"
-		var ie *iii.InvocationError
-		if errors.As(err, &ie) {
-			outcome = ie.Code
-		} else if err != nil {
-			outcome = "invocation_failed"
-		}
-		kill := string(core.KillOf(err))
-		var end []attribute.KeyValue
-		switch r := res.(type) {
-		case json.RawMessage:
-			end = append(end, attribute.Int("code_runner.result_bytes", len(r)))
-		case *core.RunResponse:
-			result, stdout, stderr, capped := r.Sizes()
-			end = append(end, attribute.Int("code_runner.result_bytes", result), attribute.Int("code_runner.stdout_bytes", stdout),
-				attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped),
-				attribute.Int64("code_runner.exit_code", r.ExitCode))
-			if err == nil && r.ExitCode != 0 {
-				outcome = OutcomeGuestError // the guest threw or raised (contract §22a.11)
+			if lang != "" {
+				end = append(end, attribute.String("code_runner.lang", lang))
 			}
+			l, m := lang, mode
+			mu.Unlock()
+			span.End(outcome, end...)
+			kind := "worker"
+			if call.Guest {
+				kind = "guest"
+			}
+			tel.Metrics().Invocation(ctx, kind, call.FunctionID, l, m, outcome, kill, time.Since(start))
+			return res, err
 		}
-		if kill != "" {
-			end = append(end, attribute.String("code_runner.kill", kill))
-		}
-		mu.Lock()
-		if mode != "" {
-			end = append(end, attribute.String("code_runner.mode", mode))
-		}
-		if lang != "" {
-			end = append(end, attribute.String("code_runner.lang", lang))
-		}
-		l, m := lang, mode
-		mu.Unlock()
-		span.End(outcome, end...)
-		tel.Metrics().Invocation(ctx, kind, req.FunctionID, l, m, outcome, kill, time.Since(start))
-		return res, err
 	}
 }
 

@@ -66,10 +66,11 @@ func (r *runtime) callCtx(task int64) context.Context {
 
 func (r *runtime) trigger(m *hostproto.Msg) {
 	var a triggerArgs
-	r.mu.Lock()
-	b := r.bridge
-	r.mu.Unlock()
 	parent := r.callCtx(m.Task)
+	// The bridge of the call the task serves (a run's, a handler
+	// invocation's route); detached work has none and gets the live
+	// configuration's.
+	b := core.BridgeFrom(parent)
 	if err := json.Unmarshal(m.Args, &a); err != nil {
 		core.NoteRefusal(parent, r.e.opts.Transport, "")
 		r.reply(m.Call, nil, fmt.Errorf("malformed iii request: %v", err))
@@ -249,15 +250,15 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 		brokenText, broken := r.broken[id]
 		r.mu.Unlock()
 		if broken {
-			return nil, core.Errorf(core.CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", id, brokenText)
+			return nil, core.ErrHandlerNotRestored(id, brokenText)
 		}
-		cctx, cancel := context.WithTimeout(ctx, inv.Budget)
+		cctx, cancel := context.WithTimeout(core.WithBridge(ctx, inv.Bridge), inv.Budget)
 		defer cancel()
 		d, err := r.exec(cctx, &hostproto.Msg{T: "invoke", FunctionID: id, Payload: inv.Payload})
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) && (ce.Code == core.CodeExpired || ce.Code == core.CodeEngine && !r.Alive()) {
-				return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+				return nil, core.ErrHandlerGone(id)
 			}
 			return nil, err
 		}
@@ -267,7 +268,7 @@ func (r *runtime) invokeHandler(id string) core.GuestHandler {
 		case hostproto.StatusQuota:
 			return nil, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
 		case hostproto.StatusMissing:
-			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+			return nil, core.ErrHandlerGone(id)
 		}
 		return nil, core.Errorf(core.CodeHandlerError, "%s", d.Error)
 	}

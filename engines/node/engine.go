@@ -334,7 +334,6 @@ type runtime struct {
 	alive     bool
 	destroyed bool
 	nextTask  int64
-	bridge    core.Bridge
 	// taskValues holds, per task in flight, its call's values (its trace
 	// context) without its cancellation: the guest calls a task makes
 	// carry them, under deadlines of their own.
@@ -415,13 +414,7 @@ func escapeControl(s string) string {
 
 // Run executes one run in the isolate (docs/behaviour.md#node-run).
 func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
-	r.mu.Lock()
-	r.bridge = ex.Bridge
-	r.mu.Unlock()
-	d, err := r.exec(ctx, &hostproto.Msg{T: "run", Code: ex.Code})
-	r.mu.Lock()
-	r.bridge = nil
-	r.mu.Unlock()
+	d, err := r.exec(core.WithBridge(ctx, ex.Bridge), &hostproto.Msg{T: "run", Code: ex.Code})
 	if err != nil {
 		return core.Outcome{}, err
 	}

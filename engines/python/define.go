@@ -64,7 +64,7 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 	return func(ctx context.Context, inv core.GuestInvocation) (json.RawMessage, error) {
 		payload := inv.Payload
 		if !r.Alive() {
-			return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+			return nil, core.ErrHandlerGone(id)
 		}
 		cctx, cancel := context.WithTimeout(ctx, inv.Budget)
 		defer cancel()
@@ -81,7 +81,7 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 		brokenText, broken := r.broken[id]
 		r.mu.Unlock()
 		if broken {
-			return nil, core.Errorf(core.CodeHandlerError, "handler for %s could not be restored after its runtime restarted: %s", id, brokenText)
+			return nil, core.ErrHandlerNotRestored(id, brokenText)
 		}
 		ictx, icancel := context.WithTimeout(ctx, inv.Budget)
 		defer icancel()
@@ -89,14 +89,14 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 			payload = json.RawMessage("null")
 		}
 		frame, _ := jsonx.Marshal(map[string]any{"kind": "invoke", "id": id, "payload": payload, "namespace": r.namespace})
-		res := r.runTurn(ictx, frame, nil)
+		res := r.runTurn(ictx, frame, inv.Bridge) // the route's (nil: the live configuration's)
 		r.afterKill(ictx, res)
 		if res.err != nil {
 			return nil, res.err
 		}
 		if res.failure != "" {
 			if res.envelope.Kind == "missing" {
-				return nil, core.Errorf(core.CodeExpired, "the runtime behind %s was reaped or torn down; its functions are unregistered", id)
+				return nil, core.ErrHandlerGone(id)
 			}
 			return nil, core.Errorf(core.CodeHandlerError, "%s", strings.TrimSuffix(res.failure, "\n"))
 		}
