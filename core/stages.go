@@ -104,7 +104,7 @@ func DoorStages(admit, trace Stage) []Stage { return []Stage{admit, trace} }
 
 // Admit counts a call as work in flight while it runs: enter is called as
 // the call starts, and the function it returns as the call ends (the
-// worker's GOMAXPROCS governor, internal/procs).
+// worker's GOMAXPROCS governor, internal/tuning).
 func Admit(enter func() (leave func())) Stage {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *Call) (any, error) {

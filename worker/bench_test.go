@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"io"
 	"log/slog"
 	"os"
@@ -132,7 +133,7 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 //
 // A paced window beside one computing guest comes first: on its own a
 // guest leaves the worker one P until its turn has run for
-// python.DefaultLongTurn (internal/procs).
+// python.DefaultLongTurn (internal/tuning).
 //
 // The process runs with the Ps a served worker has: the governor `serve`
 // uses (GOMAXPROCS set in the environment fixes them, as it does for
@@ -140,7 +141,7 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 func BenchmarkNodeWhilePythonComputes(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	_, set := os.LookupEnv("GOMAXPROCS")
-	gov := NewGovernor(set)
+	gov := tuning.ServeGovernor(set)
 	defer gov.Close()
 	e := discardingEngine(b)
 	s := startServe(b, e, ServeOptions{Procs: gov})

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	neturl "net/url"
-	"runtime"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/configsvc/sources"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
-	"github.com/code-runner-go/code-runner/internal/procs"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"github.com/code-runner-go/code-runner/telemetry"
 	"github.com/code-runner-go/code-runner/ui"
 )
@@ -45,8 +44,8 @@ type ServeOptions struct {
 	TelemetryQueue int
 	// Procs, when set, sizes GOMAXPROCS to the work in flight: every
 	// invocation enters it, and the python engine's CPU-heavy work — its
-	// compile, pool boots and turns past the long-turn time (internal/procs).
-	Procs *procs.Governor
+	// compile, pool boots and turns past the long-turn time (internal/tuning).
+	Procs *tuning.Governor
 	// PythonLongTurn overrides python.DefaultLongTurn (tests).
 	PythonLongTurn time.Duration
 	// NameWait overrides how long a worker whose name another live worker
@@ -387,40 +386,4 @@ func loadSeed(o ServeOptions, log *slog.Logger) *configsvc.Config {
 		return nil
 	}
 	return &c
-}
-
-// ExtraProcs is how many Ps the worker runs with beyond the Go runtime's
-// default (the CPUs it may use) while two or more calls are in flight
-// (with at most one it runs on one P: internal/procs). A python guest's
-// compiled wasm holds its P while it computes — Go cannot preempt it; it
-// yields only at its ticks — so with every P running guests the worker's
-// own goroutines (the bus, node calls, timers) queued behind guest ticks. With spare Ps they run at
-// once on threads of their own, and the kernel's scheduler, which preempts
-// a CPU-bound thread for one that wakes, shares the CPUs between them and
-// the guests (docs/architecture.md §3, "Spare Ps").
-const ExtraProcs = 2
-
-// ProcsCalm is how long at most one call must have been in flight before
-// the worker goes back to one P.
-const ProcsCalm = 300 * time.Millisecond
-
-// NewGovernor returns the governor a serving worker sizes its Ps with: one
-// P, Procs (the CPUs plus ExtraProcs) from the second piece of work on,
-// back after ProcsCalm. It applies the low value at once. When the operator
-// set GOMAXPROCS (envSet) it returns nil: the value is kept as set.
-func NewGovernor(envSet bool) *procs.Governor {
-	if envSet {
-		return nil
-	}
-	return procs.New(1, Procs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
-}
-
-// Procs returns the GOMAXPROCS a serving worker uses given the runtime's
-// current value: that plus ExtraProcs, or current unchanged when the
-// operator set GOMAXPROCS in the environment.
-func Procs(current int, envSet bool) int {
-	if envSet {
-		return current
-	}
-	return current + ExtraProcs
 }

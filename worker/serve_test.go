@@ -18,8 +18,8 @@ import (
 	"github.com/code-runner-go/code-runner/guidance"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
-	"github.com/code-runner-go/code-runner/internal/procs"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"github.com/code-runner-go/code-runner/ui"
 )
 
@@ -580,8 +580,8 @@ func TestLoweredIdleTTLReapsAtOnce(t *testing.T) {
 }
 
 // TestProcsLeavesRoomBesideComputingGuests: a served worker runs with
-// ExtraProcs more Ps than the runtime's default, so guests computing on
-// every CPU leave Ps for the bus (docs/architecture.md §3, "Spare Ps"); an
+// tuning.ExtraProcs more Ps than the runtime's default, so guests computing on
+// every CPU leave Ps for the bus (docs/architecture.md, "Why spare Ps?"); an
 // operator's GOMAXPROCS is kept as set.
 func TestProcsLeavesRoomBesideComputingGuests(t *testing.T) {
 	for _, tc := range []struct {
@@ -592,7 +592,7 @@ func TestProcsLeavesRoomBesideComputingGuests(t *testing.T) {
 		{2, false, 4}, {1, false, 3}, {16, false, 18},
 		{2, true, 2}, {7, true, 7},
 	} {
-		if got := Procs(tc.current, tc.envSet); got != tc.want {
+		if got := tuning.ServeProcs(tc.current, tc.envSet); got != tc.want {
 			t.Errorf("Procs(%d, GOMAXPROCS set=%v) = %d, want %d", tc.current, tc.envSet, got, tc.want)
 		}
 	}
@@ -607,7 +607,7 @@ func governed(t *testing.T, longTurn time.Duration) (e *iiitest.Engine, s *serve
 	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	var mu sync.Mutex
 	var sets []int
-	gov := procs.New(1, 3, 50*time.Millisecond, func(n int) int {
+	gov := tuning.NewGovernor(1, 3, 50*time.Millisecond, func(n int) int {
 		mu.Lock()
 		sets = append(sets, n)
 		mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -61,11 +62,11 @@ func (g soakGauges) list() []struct {
 // answer is checked; the gauges are taken at the start, the middle and the
 // end (each after the pools have settled) and must not grow by more than
 // 10 % from the middle to the end. The worker's Ps are sized as `serve`
-// sizes them (internal/procs), so the soak goes through the governor's
+// sizes them (internal/tuning), so the soak goes through the governor's
 // raises and calms too.
 func TestSoak(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	gov := NewGovernor(false)
+	gov := tuning.ServeGovernor(false)
 	defer gov.Close()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)

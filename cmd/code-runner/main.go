@@ -19,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"syscall"
 
 	v8 "github.com/tommie/v8go"
 
@@ -27,7 +26,7 @@ import (
 	"github.com/code-runner-go/code-runner/engines/node/isolatehost"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
-	"github.com/code-runner-go/code-runner/internal/sysmon"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	_ "github.com/code-runner-go/code-runner/internal/v8compat"
 )
 
@@ -36,31 +35,20 @@ func main() {
 		// Hidden mode: this process is one supervised V8 isolate host.
 		os.Exit(isolatehost.Serve())
 	}
-	if err := keepSysmonAwake(os.Args[1:]); err != nil {
+	if err := keepMonitorAwake(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "code-runner: serving with the Go scheduler monitor parking when idle (a light call then costs ~25%% more CPU): %v\n", err)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }
 
-// keepSysmonAwake re-executes this binary in place — same pid, arguments
-// and descriptors — with sysmon.Setting in GODEBUG when it is about to
-// serve and the setting is missing (the runtime reads GODEBUG only at
-// start). It returns only when it did not: nothing to do (another
-// subcommand, or GODEBUG names schedtrace already, the operator's opt-out)
-// or the exec failed, which it returns.
-func keepSysmonAwake(args []string) error {
+// keepMonitorAwake re-executes the worker with the runtime's monitor kept
+// awake (tuning.KeepMonitorAwake) when it is about to serve; other
+// subcommands are left as they are.
+func keepMonitorAwake(args []string) error {
 	if len(args) > 0 && (args[0] == "version" || args[0] == "run") {
 		return nil
 	}
-	env, change := sysmon.Env(os.Environ())
-	if !change {
-		return nil
-	}
-	// /proc/self/exe names this very file even if it was replaced on disk.
-	if err := syscall.Exec("/proc/self/exe", os.Args, env); err != nil {
-		return fmt.Errorf("re-exec with GODEBUG=%s: %w", sysmon.Setting, err)
-	}
-	return nil
+	return tuning.KeepMonitorAwake()
 }
 
 // run executes the command line and returns the exit status.

@@ -20,7 +20,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
-	"github.com/code-runner-go/code-runner/internal/sysmon"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"github.com/code-runner-go/code-runner/worker"
 )
 
@@ -305,7 +305,7 @@ func TestServeWithoutAnEngineSaysWhatItWaitsFor(t *testing.T) {
 }
 
 // serve re-executes itself in place so that the Go runtime reads
-// sysmon.Setting from GODEBUG at start, keeping the operator's own
+// tuning.MonitorSetting from GODEBUG at start, keeping the operator's own
 // GODEBUG entries; a GODEBUG that names schedtrace is left as it was.
 func TestServeRunsWithSysmonAwake(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -316,7 +316,7 @@ func TestServeRunsWithSysmonAwake(t *testing.T) {
 	_ = ln.Close() // nothing answers there: serve keeps retrying, which is all this needs
 	bin := buildBinary(t)
 	for _, tc := range []struct{ godebug, want string }{
-		{"madvdontneed=1", "madvdontneed=1," + sysmon.Setting},
+		{"madvdontneed=1", "madvdontneed=1," + tuning.MonitorSetting},
 		{"schedtrace=0", "schedtrace=0"},
 	} {
 		cmd := exec.Command(bin, "serve", "--url", url, "--config-source", "file", "--config-file", filepath.Join(t.TempDir(), "none.yaml"))

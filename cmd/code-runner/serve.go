@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -28,7 +29,7 @@ func serve(opts *options, env envFunc, log *slog.Logger) int {
 	// One P while at most one call is in flight, the CPUs plus spare Ps
 	// from the second on; a GOMAXPROCS the operator set is kept as set.
 	_, procsSet := env("GOMAXPROCS")
-	gov := worker.NewGovernor(procsSet)
+	gov := tuning.ServeGovernor(procsSet)
 	defer gov.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

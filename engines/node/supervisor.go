@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"io"
 	"log/slog"
 	"os"
@@ -73,7 +74,7 @@ func (t *tailBuffer) String() string {
 // exec.Cmd with a nil Env would inherit all of it, secrets included), one
 // P for the host's Go runtime — its one goroutine drives V8, and with one P
 // sysmon and the scheduler wake fewer threads around each long V8 call
-// (one-shot throughput +14 %, docs/architecture.md §3) — then extra.
+// (one-shot throughput +14 %, docs/history/2026-12-03-architecture-notebook.md) — then extra.
 func hostEnv(extra []string) []string {
 	return append([]string{"GOMAXPROCS=1"}, extra...)
 }
@@ -93,7 +94,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 		return nil, fmt.Errorf("host pipe: %w", err)
 	}
 	cmd.Stdout = pw
-	stdout, err := spinread.New(pr, hostproto.PipeSpin)
+	stdout, err := spinread.New(pr, tuning.PipeSpin)
 	if err != nil {
 		pr.Close()
 		pw.Close()
@@ -341,5 +342,6 @@ func (p *hostProc) recycle(heapMB int64, filesOn bool) bool {
 }
 
 // resetWait bounds a recycle: an idle host builds its new isolate in a few
-// milliseconds (docs/architecture.md §3).
+// milliseconds (docs/architecture.md, "Why is a host that does not reset
+// within 500 ms killed?").
 const resetWait = 500 * time.Millisecond

@@ -10,12 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -72,7 +72,7 @@ type Options struct {
 	// as it runs — the compile (weight 2: it uses every CPU by itself), each
 	// warm-pool boot and each turn past its first LongTurn (weight 1) — so
 	// the worker sizes its Ps for it as for calls in flight
-	// (internal/procs). The function it returns ends it.
+	// (internal/tuning). The function it returns ends it.
 	Busy func(weight int) (done func())
 	// LongTurn overrides DefaultLongTurn (tests).
 	LongTurn time.Duration
@@ -95,12 +95,12 @@ type Engine struct {
 	openFiles fileLimit
 	pool      *warmpool.Pool[*interp]
 	closed    bool
-	live      map[*interp]bool // every running interpreter
-	workDirs  map[string]bool  // every /work created and not yet removed
-	bg        sync.WaitGroup   // background disposals; Close waits for them
-	freeing   bool             // a return of freed memory to the system is scheduled
-	pagemap   pagemapFile      // /proc/self/pagemap for every reset; closed by Close
-	BootTime  time.Duration    // compile (or cache load) of the default runtime
+	live      map[*interp]bool      // every running interpreter
+	workDirs  map[string]bool       // every /work created and not yet removed
+	bg        sync.WaitGroup        // background disposals; Close waits for them
+	memory    tuning.MemoryReturner // returns freed Go heap to the system after disposals
+	pagemap   pagemapFile           // /proc/self/pagemap for every reset; closed by Close
+	BootTime  time.Duration         // compile (or cache load) of the default runtime
 }
 
 // wasmRuntime is a wazero runtime with one memory cap and the module
@@ -360,6 +360,7 @@ func (e *Engine) Close() {
 	<-e.ready
 	e.mu.Lock()
 	e.closed = true
+	e.memory.Stop()
 	wr := e.wr
 	e.mu.Unlock()
 	if e.pool != nil {
@@ -437,25 +438,9 @@ func (e *Engine) newWorkDir(c *configsvc.Config) (string, error) {
 }
 
 // returnMemorySoon schedules one return of freed memory to the system a
-// little after interpreters were disposed of. Their linear memory is
-// unmapped at once, but the Go heap they used (module instances, buffers)
-// would otherwise go back only as fast as the runtime's background
-// scavenger releases it — minutes after a burst of teardowns. Bursts
-// coalesce into one collection.
-func (e *Engine) returnMemorySoon() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.freeing || e.closed {
-		return
-	}
-	e.freeing = true
-	time.AfterFunc(2*time.Second, func() {
-		e.mu.Lock()
-		e.freeing = false
-		e.mu.Unlock()
-		debug.FreeOSMemory()
-	})
-}
+// little after interpreters were disposed of (tuning.MemoryReturner):
+// their linear memory is unmapped at once, the Go heap they used is not.
+func (e *Engine) returnMemorySoon() { e.memory.Soon() }
 
 // removeWorkDir deletes a /work directory and forgets it.
 func (e *Engine) removeWorkDir(dir string) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
@@ -174,13 +173,3 @@ func (fr *FrameReader) reserve(total int) {
 		fr.buf = nb
 	}
 }
-
-// PipeSpin is how long each side of the worker ⇄ host pipe polls for the
-// next frame before sleeping (see internal/spinread). It was 200 µs, tuned
-// on calls issued back to back inside the engine (kept run p50 0.06 ms;
-// 0.23 ms at 50 µs). Calls come over the bus, though, 0.1–1 ms apart, so a
-// long poll never catches the next one and only takes CPU from the bus
-// path: a kept node run over the bus measured p50 0.42–0.59 ms at 200 µs,
-// 0.37–0.50 at 100 and 0.33–0.45 at 50 in the same session; 8-caller
-// one-shot throughput did not change.
-const PipeSpin = 50 * time.Microsecond

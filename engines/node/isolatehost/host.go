@@ -422,7 +422,7 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 // compilePrelude compiles the prelude for the current isolate, from the
 // process's code cache when there is one. A recycle builds a new isolate
 // for every runtime; with the cache its prelude costs about half as much
-// (docs/architecture.md §3). The cache is made in this process from this
+// (docs/architecture.md, "Why compile the prelude from V8's code cache?"). The cache is made in this process from this
 // binary's own prelude before any guest code runs.
 func (h *host) compilePrelude() (*v8.UnboundScript, error) {
 	h.preludeCached = false

@@ -4,10 +4,10 @@ package isolatehost
 
 import (
 	"fmt"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"os"
 	"syscall"
 
-	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/spinread"
 )
 
@@ -25,7 +25,7 @@ func Serve() int {
 		fmt.Fprintln(os.Stderr, "isolate host: stdin:", err)
 		return 5
 	}
-	in, err := spinread.New(os.NewFile(0, "stdin"), hostproto.PipeSpin)
+	in, err := spinread.New(os.NewFile(0, "stdin"), tuning.PipeSpin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "isolate host:", err)
 		return 5

@@ -1,4 +1,4 @@
-package procs
+package tuning
 
 import (
 	"sync"
@@ -48,7 +48,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestOneAtATimeStaysOnOneP(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(1, 4, 10*time.Millisecond, f.set)
+	g := NewGovernor(1, 4, 10*time.Millisecond, f.set)
 	if f.now() != 1 {
 		t.Fatalf("New applied %d, want the low value 1", f.now())
 	}
@@ -63,7 +63,7 @@ func TestOneAtATimeStaysOnOneP(t *testing.T) {
 
 func TestASecondPieceOfWorkRaisesAtOnceAndCalmLowers(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(1, 4, 20*time.Millisecond, f.set)
+	g := NewGovernor(1, 4, 20*time.Millisecond, f.set)
 	a := g.Enter(1)
 	b := g.Enter(1)
 	if f.now() != 4 || g.Procs() != 4 {
@@ -84,7 +84,7 @@ func TestASecondPieceOfWorkRaisesAtOnceAndCalmLowers(t *testing.T) {
 
 func TestOneLeftInFlightStillLowers(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(1, 3, 10*time.Millisecond, f.set)
+	g := NewGovernor(1, 3, 10*time.Millisecond, f.set)
 	long := g.Enter(1)
 	defer long()
 	g.Enter(1)()
@@ -96,7 +96,7 @@ func TestOneLeftInFlightStillLowers(t *testing.T) {
 
 func TestWeightTwoRaisesAlone(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(1, 4, 10*time.Millisecond, f.set)
+	g := NewGovernor(1, 4, 10*time.Millisecond, f.set)
 	leave := g.Enter(2)
 	if f.now() != 4 {
 		t.Fatalf("weight 2 alone: GOMAXPROCS %d, want 4", f.now())
@@ -107,7 +107,7 @@ func TestWeightTwoRaisesAlone(t *testing.T) {
 
 func TestLeavingTwiceCountsOnce(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(1, 4, time.Hour, f.set)
+	g := NewGovernor(1, 4, time.Hour, f.set)
 	leave := g.Enter(1)
 	leave()
 	leave()
@@ -125,7 +125,7 @@ func TestLeavingTwiceCountsOnce(t *testing.T) {
 
 func TestCloseLeavesTheHighValue(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(1, 4, 10*time.Millisecond, f.set)
+	g := NewGovernor(1, 4, 10*time.Millisecond, f.set)
 	g.Close()
 	if f.now() != 4 {
 		t.Fatalf("after Close GOMAXPROCS %d, want 4", f.now())
@@ -151,7 +151,7 @@ func TestNilGovernorDoesNothing(t *testing.T) {
 
 func TestBadBoundsAreClamped(t *testing.T) {
 	f := &fakeProcs{}
-	g := New(0, 0, time.Hour, f.set)
+	g := NewGovernor(0, 0, time.Hour, f.set)
 	a, b := g.Enter(1), g.Enter(1)
 	defer a()
 	defer b()

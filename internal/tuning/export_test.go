@@ -1,4 +1,4 @@
-package procs
+package tuning
 
 // Procs returns the GOMAXPROCS the governor last applied (only the
 // tests use it).

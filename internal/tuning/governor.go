@@ -1,4 +1,6 @@
-// Package procs sizes the worker's GOMAXPROCS to the work it has in flight.
+package tuning
+
+// The governor sizes the worker's GOMAXPROCS to the work it has in flight.
 //
 // With several Ps and a single call in flight, every goroutine hand-off on
 // that call's path (bus reader → handler → engine → writer) wakes an idle
@@ -6,12 +8,12 @@
 // that is most of a light call's CPU. With one P the same hand-offs stay on
 // one thread. With two calls or more in flight the worker needs every CPU
 // and spare Ps besides (a computing python guest holds its P between its
-// ticks; docs/architecture.md §3, "Spare Ps"), so a Governor raises
+// ticks; docs/architecture.md, "Why spare Ps?"), so a Governor raises
 // GOMAXPROCS at once when a second piece of work arrives and lowers it only
 // after a calm period with at most one.
-package procs
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -31,11 +33,11 @@ type Governor struct {
 	closed   bool
 }
 
-// New returns a governor that runs with low Ps while at most one piece of
+// NewGovernor returns a governor that runs with low Ps while at most one piece of
 // work is in flight, raises to high as soon as two are, and lowers again
 // once at most one has been in flight for calm. set applies a value
-// (runtime.GOMAXPROCS in production); New applies low at once.
-func New(low, high int, calm time.Duration, set func(int) int) *Governor {
+// (runtime.GOMAXPROCS in production); NewGovernor applies low at once.
+func NewGovernor(low, high int, calm time.Duration, set func(int) int) *Governor {
 	if low < 1 {
 		low = 1
 	}
@@ -118,4 +120,41 @@ func (g *Governor) Close() {
 		g.raised = true
 		g.set(g.high)
 	}
+}
+
+// ExtraProcs is how many Ps a serving worker runs with beyond the Go
+// runtime's default (the CPUs it may use) while two or more calls are in
+// flight. A python guest's compiled wasm holds its P while it computes — Go
+// cannot preempt it; it yields only at its ticks — so with every P running
+// guests the worker's own goroutines (the bus, node calls, timers) queued
+// behind guest ticks. With spare Ps they run at once on threads of their
+// own, and the kernel, which preempts a CPU-bound thread for one that
+// wakes, shares the CPUs between them and the guests (docs/architecture.md,
+// "Why spare Ps?").
+const ExtraProcs = 2
+
+// ProcsCalm is how long at most one call must have been in flight before
+// the worker goes back to one P.
+const ProcsCalm = 300 * time.Millisecond
+
+// ServeGovernor returns the governor a serving worker sizes its Ps with: one
+// P, ServeProcs (the CPUs plus ExtraProcs) from the second piece of work on,
+// back after ProcsCalm. It applies the low value at once. When the operator
+// set GOMAXPROCS (envSet) it returns nil — the switch: the value is kept as
+// set, and a nil *Governor does nothing.
+func ServeGovernor(envSet bool) *Governor {
+	if envSet {
+		return nil
+	}
+	return NewGovernor(1, ServeProcs(runtime.GOMAXPROCS(0), false), ProcsCalm, runtime.GOMAXPROCS)
+}
+
+// ServeProcs returns the GOMAXPROCS a serving worker uses under load given
+// the runtime's current value: that plus ExtraProcs, or current unchanged
+// when the operator set GOMAXPROCS in the environment.
+func ServeProcs(current int, envSet bool) int {
+	if envSet {
+		return current
+	}
+	return current + ExtraProcs
 }

@@ -1,6 +1,7 @@
-// Package sysmon computes the environment that keeps the Go runtime's
-// system monitor ("sysmon") polling instead of parking while the process
-// is idle.
+package tuning
+
+// The monitor setting keeps the Go runtime's system monitor ("sysmon")
+// polling instead of parking while the process is idle.
 //
 // When every P of a Go process is idle, sysmon parks until the next timer;
 // the first system call after that wakes it (a futex wake, a thread
@@ -9,28 +10,27 @@
 // goes idle between every two of them, so each call paid for waking
 // sysmon and for a few of its polls: on these VMs two to three of a kept
 // turn's context switches and about a quarter of its CPU
-// (docs/architecture.md §3, "A monitor that stays awake").
+// (docs/architecture.md, "Why does `serve` re-execute itself …?").
 //
 // The runtime skips parking only while a scheduler trace is configured,
-// so Setting asks for one every 2³¹−1 ms (24.8 days): sysmon then never
+// so MonitorSetting asks for one every 2³¹−1 ms (24.8 days): sysmon then never
 // parks, backs off to one poll every 10 ms while nothing happens, and no
 // system call has to wake it. The price is those 100 wake-ups a second of
 // an idle process, and one "SCHED" line on standard error each time the
 // interval has passed — the first at start-up when the machine has been up
 // longer than 24.8 days (the runtime's clock counts from boot).
-package sysmon
 
 import "strings"
 
-// Setting is the GODEBUG entry that keeps sysmon from parking.
-const Setting = "schedtrace=2147483647"
+// MonitorSetting is the GODEBUG entry that keeps sysmon from parking.
+const MonitorSetting = "schedtrace=2147483647"
 
-// Env returns environ with Setting added to GODEBUG, and whether it added
+// MonitorEnv returns environ with MonitorSetting added to GODEBUG, and whether it added
 // it. A GODEBUG that already names schedtrace is the operator's choice
 // and is left alone (GODEBUG=schedtrace=0 turns this off). Only the first
 // GODEBUG entry is read by the runtime, so that is the one extended; the
 // other entries are returned as they were, in order, in a new slice.
-func Env(environ []string) ([]string, bool) {
+func MonitorEnv(environ []string) ([]string, bool) {
 	out := make([]string, len(environ), len(environ)+1)
 	copy(out, environ)
 	for i, kv := range out {
@@ -42,13 +42,13 @@ func Env(environ []string) ([]string, bool) {
 			return out, false
 		}
 		if strings.TrimSpace(v) == "" {
-			out[i] = "GODEBUG=" + Setting
+			out[i] = "GODEBUG=" + MonitorSetting
 		} else {
-			out[i] = kv + "," + Setting
+			out[i] = kv + "," + MonitorSetting
 		}
 		return out, true
 	}
-	return append(out, "GODEBUG="+Setting), true
+	return append(out, "GODEBUG="+MonitorSetting), true
 }
 
 // names reports whether the GODEBUG value sets key.

@@ -1,0 +1,27 @@
+// Package tuning holds the worker's process knobs: the settings of the Go
+// runtime and of the engines' waiting that trade CPU for latency. Each has
+// one switch and a measured price (the figures and their commands are in
+// docs/architecture.md, "Decisions: the process", and docs/benchmarks.md):
+//
+//	knob                         switch                               price
+//	Governor (one P per call)    GOMAXPROCS in the environment: off   a stop-the-world on each raise
+//	ExtraProcs (spare Ps)        GOMAXPROCS in the environment: off   more threads under load
+//	KeepMonitorAwake (re-exec)   GODEBUG=schedtrace=0: off            ~100 wake-ups/s, 2–3 ms CPU/s idle
+//	PipeSpin (pipe poll)         the constant                         up to 50 µs of CPU per pipe read
+//	MemoryReturner               the constant ReturnDelay             one FreeOSMemory per burst of disposals
+//
+// Nothing here is guest-facing; every knob only moves when and where the
+// worker spends CPU, never what a guest may do.
+package tuning
+
+import "time"
+
+// PipeSpin is how long each side of the worker ⇄ isolate host pipe polls
+// for the next frame before sleeping (internal/spinread). It was 200 µs,
+// tuned on calls issued back to back inside the engine (kept run p50
+// 0.06 ms; 0.23 ms at 50 µs). Calls come over the bus, though, 0.1–1 ms
+// apart, so a long poll never catches the next one and only takes CPU from
+// the bus path: a kept node run over the bus measured p50 0.42–0.59 ms at
+// 200 µs, 0.37–0.50 at 100 and 0.33–0.45 at 50 in the same session; 8-caller
+// one-shot throughput did not change.
+const PipeSpin = 50 * time.Microsecond
