@@ -213,7 +213,7 @@ func TestRouter(t *testing.T) {
 	r := NewRouter(configsvc.Defaults(), "defaults", nil, nil)
 	r.Handle("x::ok", Route{Terminal: func(ctx context.Context, c *Call) (any, error) { return "fine", nil }})
 	r.Handle("x::panics", Route{Terminal: func(ctx context.Context, c *Call) (any, error) { panic("boom") }})
-	r.Handle(FnRun, Route{Decode: DecodeRunCall, Terminal: func(ctx context.Context, c *Call) (any, error) { return nil, nil }})
+	r.Handle(FnRun, Route{Decode: decodeRunCall, Terminal: func(ctx context.Context, c *Call) (any, error) { return nil, nil }})
 
 	if res, err := r.Invoke(context.Background(), "x::ok", nil, nil); err != nil || res != "fine" {
 		t.Fatalf("%v %v", res, err)
@@ -297,7 +297,7 @@ func TestTheDoorSeesEveryCallOnce(t *testing.T) {
 	r.Handle("x::ok", Route{Terminal: func(context.Context, *Call) (any, error) { return 1, nil }})
 	r.Handle("x::fail", Route{Terminal: func(context.Context, *Call) (any, error) { return nil, ErrTimeout() }})
 	r.Handle("x::panic", Route{Terminal: func(context.Context, *Call) (any, error) { panic("boom") }})
-	r.Handle(FnRun, Route{Decode: DecodeRunCall, Terminal: func(context.Context, *Call) (any, error) { return nil, nil }})
+	r.Handle(FnRun, Route{Decode: decodeRunCall, Terminal: func(context.Context, *Call) (any, error) { return nil, nil }})
 	r.HandleCurrent("g::f", func(context.Context, *Call) (any, error) { return json.RawMessage("2"), nil })
 	calls := []struct {
 		id, payload string

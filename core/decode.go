@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"slices"
+	"strings"
 )
 
 // fieldKind is what a request field must hold.
@@ -22,7 +24,6 @@ var expectation = map[fieldKind]string{
 	kString: "a string",
 	kBool:   "a boolean",
 	kUint:   "a non-negative integer",
-	kLang:   `"node" or "python"`,
 }
 
 type fieldSpec struct {
@@ -30,6 +31,25 @@ type fieldSpec struct {
 	kind     fieldKind
 	required bool
 	max      uint64 // for kUint; 0 = uint64
+	langs    []Lang // for kLang: the languages this worker's engines run
+}
+
+// langField is the spec of a `lang` field over langs.
+func langField(langs []Lang) fieldSpec { return fieldSpec{name: "lang", kind: kLang, langs: langs} }
+
+// expected says what a field of spec s must hold.
+func (s fieldSpec) expected() string {
+	if s.kind != kLang {
+		return expectation[s.kind]
+	}
+	quoted := make([]string, len(s.langs))
+	for i, l := range s.langs {
+		quoted[i] = `"` + string(l) + `"`
+	}
+	if len(quoted) < 2 {
+		return strings.Join(quoted, "")
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
 // decodeObject checks payload against specs in order (docs/behaviour.md#functions-decoding):
@@ -54,7 +74,7 @@ func decodeObject(payload json.RawMessage, specs []fieldSpec) (map[string]json.R
 			continue
 		}
 		if !fits(raw, s) {
-			return nil, Errorf(CodeInvalidRequest, "invalid request: `%s` must be %s", s.name, expectation[s.kind])
+			return nil, Errorf(CodeInvalidRequest, "invalid request: `%s` must be %s", s.name, s.expected())
 		}
 		out[s.name] = raw
 	}
@@ -71,7 +91,7 @@ func fits(raw json.RawMessage, s fieldSpec) bool {
 		return json.Unmarshal(raw, &v) == nil
 	case kLang:
 		var v string
-		return json.Unmarshal(raw, &v) == nil && (v == string(LangNode) || v == string(LangPython))
+		return json.Unmarshal(raw, &v) == nil && slices.Contains(s.langs, Lang(v))
 	case kUint:
 		_, ok := parseUint(raw, s.max)
 		return ok
@@ -114,12 +134,13 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
-// DecodeRun decodes a code-runner::run payload (docs/behaviour.md#functions-decoding; schema worker/schemas/run.request.json).
-func DecodeRun(payload json.RawMessage) (*RunRequest, error) {
+// DecodeRun decodes a code-runner::run payload (docs/behaviour.md#functions-decoding; schema worker/schemas/run.request.json);
+// langs are the languages `lang` may name (the worker's engines, sorted).
+func DecodeRun(payload json.RawMessage, langs []Lang) (*RunRequest, error) {
 	f, err := decodeObject(payload, []fieldSpec{
 		{name: "code", kind: kString, required: true},
 		{name: "keep", kind: kBool},
-		{name: "lang", kind: kLang},
+		{name: "lang", kind: kLang, langs: langs},
 		{name: "runtime_id", kind: kString},
 		{name: "timeout_ms", kind: kUint},
 		{name: "memory_mb", kind: kUint, max: math.MaxUint32},
@@ -156,12 +177,12 @@ func DecodeTeardown(payload json.RawMessage) (*TeardownRequest, error) {
 
 // DecodeRegister decodes a code-runner::register_function payload. Format
 // fields are returned raw; their rules (docs/behaviour.md#register-formats) are checked by
-// CheckFormat.
-func DecodeRegister(payload json.RawMessage) (*RegisterRequest, error) {
+// CheckFormat. langs are the languages `lang` may name.
+func DecodeRegister(payload json.RawMessage, langs []Lang) (*RegisterRequest, error) {
 	f, err := decodeObject(payload, []fieldSpec{
 		{name: "description", kind: kString},
 		{name: "function_id", kind: kString, required: true},
-		{name: "lang", kind: kLang, required: true},
+		{name: "lang", kind: kLang, required: true, langs: langs},
 		{name: "request_format", kind: kAny},
 		{name: "response_format", kind: kAny},
 		{name: "source", kind: kString, required: true},

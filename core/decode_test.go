@@ -28,7 +28,7 @@ func TestDecodeRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.payload, func(t *testing.T) {
-			_, err := DecodeRun(json.RawMessage(tc.payload))
+			_, err := DecodeRun(json.RawMessage(tc.payload), testLangs)
 			got := ""
 			if err != nil {
 				got = strings.TrimPrefix(err.Error(), "code-runner::invalid_request: ")
@@ -38,20 +38,20 @@ func TestDecodeRun(t *testing.T) {
 			}
 		})
 	}
-	r, _ := DecodeRun(json.RawMessage(`{"code":"c","keep":true,"lang":"python","runtime_id":"rt-1","timeout_ms":250,"memory_mb":0}`))
+	r, _ := DecodeRun(json.RawMessage(`{"code":"c","keep":true,"lang":"python","runtime_id":"rt-1","timeout_ms":250,"memory_mb":0}`), testLangs)
 	if r.Code != "c" || !r.Keep || r.Lang != LangPython || r.RuntimeID != "rt-1" || r.TimeoutMS != 250 || r.MemoryMB == nil || *r.MemoryMB != 0 {
 		t.Fatalf("%+v", r)
 	}
 }
 
 func TestDecodeRegisterAndTeardown(t *testing.T) {
-	if _, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","source":"x"}`)); err == nil || !strings.HasSuffix(err.Error(), "`lang` is required") {
+	if _, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","source":"x"}`), testLangs); err == nil || !strings.HasSuffix(err.Error(), "`lang` is required") {
 		t.Fatalf("%v", err)
 	}
-	if _, err := DecodeRegister(json.RawMessage(`{"description":3,"function_id":"a::b","lang":"node","source":"x"}`)); err == nil || !strings.HasSuffix(err.Error(), "`description` must be a string") {
+	if _, err := DecodeRegister(json.RawMessage(`{"description":3,"function_id":"a::b","lang":"node","source":"x"}`), testLangs); err == nil || !strings.HasSuffix(err.Error(), "`description` must be a string") {
 		t.Fatalf("%v", err)
 	}
-	r, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","lang":"node","source":"x","request_format":{"type":"object"},"response_format":null}`))
+	r, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","lang":"node","source":"x","request_format":{"type":"object"},"response_format":null}`), testLangs)
 	if err != nil || r.RequestFormat == nil || r.ResponseFormat != nil || r.Description != nil {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -97,7 +97,7 @@ func TestDecodeRunIntegerFieldsRefuseNonIntegers(t *testing.T) {
 	for _, field := range []string{"timeout_ms", "memory_mb"} {
 		for _, bad := range []string{`"100"`, `1.5`, `-1`, `true`, `{}`, `1e400`, `[]`, `"-0"`} {
 			t.Run(field+"="+bad, func(t *testing.T) {
-				_, err := DecodeRun(json.RawMessage(`{"lang":"node","code":"return 1","` + field + `":` + bad + `}`))
+				_, err := DecodeRun(json.RawMessage(`{"lang":"node","code":"return 1","`+field+`":`+bad+`}`), testLangs)
 				want := "code-runner::invalid_request: invalid request: `" + field + "` must be a non-negative integer"
 				if err == nil || err.Error() != want {
 					t.Fatalf("got %v, want %q", err, want)
@@ -106,10 +106,35 @@ func TestDecodeRunIntegerFieldsRefuseNonIntegers(t *testing.T) {
 		}
 		for _, good := range []string{`100`, `0`, `1e2`, ` 7 `} {
 			t.Run(field+"="+good+" accepted", func(t *testing.T) {
-				if _, err := DecodeRun(json.RawMessage(`{"lang":"node","code":"return 1","` + field + `":` + good + `}`)); err != nil {
+				if _, err := DecodeRun(json.RawMessage(`{"lang":"node","code":"return 1","`+field+`":`+good+`}`), testLangs); err != nil {
 					t.Fatal(err)
 				}
 			})
+		}
+	}
+}
+
+// TestTheLangFieldNamesTheWorkersEngines: the languages `lang` may take,
+// and the refusal's words, are the engines' — with node and python the
+// contract's exact text, with a third engine all three.
+func TestTheLangFieldNamesTheWorkersEngines(t *testing.T) {
+	for _, tc := range []struct {
+		langs []Lang
+		want  string
+	}{
+		{[]Lang{"node", "python"}, "code-runner::invalid_request: invalid request: `lang` must be \"node\" or \"python\""},
+		{[]Lang{"echo", "node", "python"}, "code-runner::invalid_request: invalid request: `lang` must be \"echo\", \"node\" or \"python\""},
+		{[]Lang{"node"}, "code-runner::invalid_request: invalid request: `lang` must be \"node\""},
+	} {
+		if _, err := DecodeRun(json.RawMessage(`{"code":"","lang":"ruby"}`), tc.langs); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.langs, err, tc.want)
+		}
+		if _, err := DecodeRegister(json.RawMessage(`{"function_id":"a::b","lang":"ruby","source":"x"}`), tc.langs); err == nil || err.Error() != tc.want {
+			t.Errorf("register, %v: %v, want %q", tc.langs, err, tc.want)
+		}
+		last := tc.langs[len(tc.langs)-1]
+		if r, err := DecodeRun(json.RawMessage(`{"code":"","lang":"`+string(last)+`"}`), tc.langs); err != nil || r.Lang != last {
+			t.Errorf("%v: lang %q refused: %v", tc.langs, last, err)
 		}
 	}
 }

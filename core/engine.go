@@ -3,13 +3,17 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
+	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 )
 
 // Engine creates runtimes of one language. engines/node and engines/python
-// implement it; core never imports them.
+// implement it; core never imports them and names no language: what it
+// must know of one it asks the engine (the optional interfaces below).
 type Engine interface {
 	// Lang is the language this engine runs.
 	Lang() Lang
@@ -103,4 +107,86 @@ type Bridge interface {
 	Trigger(ctx context.Context, req GuestTrigger) (json.RawMessage, error)
 	// CheckTriggerTarget refuses a binding whose target is operator-only.
 	CheckTriggerTarget(functionID string) error
+}
+
+// Langs returns the languages of engines, sorted: the values a request's
+// `lang` may take.
+func Langs(engines map[Lang]Engine) []Lang {
+	out := make([]Lang, 0, len(engines))
+	for l := range engines {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Unavailability is implemented by an engine with its own words for "cannot
+// serve now": Unavailable returns the answer for cause (what Available
+// returned). Without it the answer is the generic "the <lang> engine is not
+// available on this worker; check its boot logs".
+type Unavailability interface {
+	Unavailable(cause error) *Error
+}
+
+// NamespacePinner is implemented by an engine whose namespace runtimes are
+// never reaped for idleness (PinsNamespaces true: python's, whose state
+// cannot be replayed cheaply).
+type NamespacePinner interface {
+	PinsNamespaces() bool
+}
+
+// Pooled is implemented by an engine with a warm pool: Parked is how many
+// runtimes wait in it (a telemetry gauge).
+type Pooled interface {
+	Parked() int
+}
+
+// Booting is implemented by an engine that boots in the background: the
+// worker serves before it is ready and logs when it is.
+type Booting interface {
+	// WaitReady returns once the engine can serve, or its boot error.
+	WaitReady(ctx context.Context) error
+	// State is a word for the log: "ready", "booting", "failed".
+	State() string
+}
+
+// LiveEngine is an engine the worker runs: it follows configuration
+// changes (Committer) and is closed with the worker.
+type LiveEngine interface {
+	Engine
+	Committer
+	Close()
+}
+
+// EngineDeps is what the worker hands every engine it builds.
+type EngineDeps struct {
+	Registry *Registry
+	// Bus publishes guest registrations (through the router: GuestRoutes);
+	// nil keeps them in-process.
+	Bus Bus
+	// Transport carries guest calls; Owners answers whether another worker
+	// serves an id (nil: no engine to ask).
+	Transport Transport
+	Owners    Owners
+	// Live returns the live configuration (Router.Live).
+	Live func() *configsvc.Snapshot
+	// Log is the worker's log; LocalLog gets guest-written text (never
+	// exported).
+	Log, LocalLog *slog.Logger
+	// Dirs holds the worker's own directory under each temporary root.
+	Dirs *tenantdirs.Dirs
+	// OnPoolBoot, when set, learns how long each warm-pool boot took.
+	OnPoolBoot func(time.Duration)
+	// Busy, when set, is told about CPU-heavy background work.
+	Busy func(weight int) (done func())
+}
+
+// EngineModule is a language engine as its package offers it to the
+// worker: its language and its constructor, with the engine's own options
+// already bound. The worker builds the modules it is given, in order
+// (engines/standard lists the ones this binary ships), and loops over them
+// for everything else.
+type EngineModule struct {
+	Lang Lang
+	New  func(deps EngineDeps) (LiveEngine, error)
 }

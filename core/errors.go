@@ -134,22 +134,6 @@ func ErrLostMidRun() *Error {
 	return Errorf(CodeEngine, "the run's runtime was reaped or lost mid-run; retry")
 }
 
-// ErrPythonUnavailable is returned for python requests when the python
-// engine did not boot.
-func ErrPythonUnavailable() *Error {
-	return Errorf(CodeEngine, "the python engine failed to start on this worker; check its boot logs")
-}
-
-// ErrNodeMemory is the node memory-cap message.
-func ErrNodeMemory() *Error {
-	return &Error{Code: CodeResourceExhausted, Text: "the runtime exceeded its memory cap and was killed", Kill: KillMemory}
-}
-
-// ErrPythonMemory is the python memory-cap message.
-func ErrPythonMemory() *Error {
-	return &Error{Code: CodeResourceExhausted, Text: "run exceeded its memory cap and was killed", Kill: KillMemory}
-}
-
 // ErrDiskBudget is python's /work or /out budget kill naming dir.
 func ErrDiskBudget(maxBytes int64, maxEntries int, dir string) *Error {
 	return &Error{Code: CodeResourceExhausted, Kill: KillBudget,

@@ -16,9 +16,9 @@ func TestErrorWireShape(t *testing.T) {
 		{ErrExpired("rt-x"), `{"code":"code-runner::expired","message":"code-runner::expired: runtime rt-x expired: it was reaped or killed and its functions unregistered — call run again without this runtime_id to get a fresh one (its scratch directory starts empty)"}`},
 		{ErrCapacity(8), `{"code":"code-runner::capacity","message":"code-runner::capacity: all 8 runtime slots are in use"}`},
 		{ErrTimeout(), `{"code":"code-runner::timeout","message":"code-runner::timeout: execution exceeded its deadline"}`},
-		{ErrNodeMemory(), `{"code":"code-runner::resource_exhausted","message":"code-runner::resource_exhausted: the runtime exceeded its memory cap and was killed"}`},
 		{Errorf(CodeHandlerError, "Error: boom"), `{"code":"code-runner::handler_error","message":"code-runner::handler_error: Error: boom"}`},
 		{ErrLostMidRun(), `{"code":"code-runner::engine","message":"code-runner::engine: the run's runtime was reaped or lost mid-run; retry"}`},
+		{ErrDiskBudget(256, 20000, "/work"), `{"code":"code-runner::resource_exhausted","message":"code-runner::resource_exhausted: run wrote more than 256 bytes (or more than 20000 files) under /work and was killed"}`},
 	}
 	seen := map[Code]bool{}
 	for _, tc := range tests {

@@ -28,7 +28,16 @@ type fakeEngine struct {
 	lastOpts  atomic.Pointer[RuntimeOptions]
 }
 
-func (e *fakeEngine) Lang() Lang       { return e.lang }
+func (e *fakeEngine) Lang() Lang { return e.lang }
+
+// Unavailable gives the fake python engine python's words (as
+// engines/python does: core.Unavailability).
+func (e *fakeEngine) Unavailable(cause error) *Error {
+	if e.lang == LangPython {
+		return &Error{Code: CodeEngine, Text: "the python engine failed to start on this worker; check its boot logs", Cause: cause}
+	}
+	return &Error{Code: CodeEngine, Text: "the " + string(e.lang) + " engine is not available on this worker; check its boot logs", Cause: cause}
+}
 func (e *fakeEngine) Available() error { return e.unavail }
 func (e *fakeEngine) NewRuntime(ctx context.Context, opts RuntimeOptions) (Runtime, error) {
 	e.created.Add(1)

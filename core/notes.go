@@ -4,7 +4,8 @@ import "context"
 
 // CallNotes receives what a service learned about the call it serves — the
 // language and the kind of runtime — once it knows them (after the request
-// decoded and, for a kept runtime, its lookup). Telemetry uses it instead
+// decoded and, for a kept runtime, its lookup). The language is always one
+// of the worker's engines' (the decoder refuses any other). Telemetry uses it instead
 // of decoding the request a second time.
 type CallNotes func(lang Lang, mode string)
 

@@ -69,8 +69,8 @@ type Namespaces struct {
 }
 
 // DecodeRegisterCall is the Decoder of the register_function route.
-func DecodeRegisterCall(call *Call) error {
-	req, err := DecodeRegister(call.Payload)
+func (n *Namespaces) DecodeRegisterCall(call *Call) error {
+	req, err := DecodeRegister(call.Payload, Langs(n.Engines))
 	if err != nil {
 		return err
 	}
@@ -235,9 +235,12 @@ func (n *Namespaces) forwardRegister(ctx context.Context, call *Call, target str
 func (n *Namespaces) servesNamespace(ns string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	_, py := n.live[nsKey{ns: ns, lang: LangPython}]
-	_, node := n.live[nsKey{ns: ns, lang: LangNode}]
-	return py || node
+	for lang := range n.Engines {
+		if _, ok := n.live[nsKey{ns: ns, lang: lang}]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Namespaces) now() time.Time {
@@ -358,7 +361,7 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 	}
 	var victims []*nsRuntime
 	n.mu.Lock()
-	for _, lang := range []Lang{LangPython, LangNode} {
+	for lang := range n.Engines {
 		if nr, ok := n.live[nsKey{ns: ns, lang: lang}]; ok {
 			delete(n.live, nr.key)
 			victims = append(victims, nr)
@@ -384,15 +387,16 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 	return &TeardownResponse{Namespace: ns, TornDown: true, Unregistered: ids}, nil
 }
 
-// ReapIdle destroys node namespace runtimes idle longer than ttl (python
-// namespaces are pinned, docs/behaviour.md#register-namespace-lifetime).
+// ReapIdle destroys namespace runtimes idle longer than ttl, except those
+// of engines that pin them (NamespacePinner: python's,
+// docs/behaviour.md#register-namespace-lifetime).
 // It returns how many it reaped.
 func (n *Namespaces) ReapIdle(ttl time.Duration) int {
 	now := n.now()
 	var victims []*nsRuntime
 	n.mu.Lock()
 	for k, nr := range n.live {
-		if k.lang != LangNode {
+		if p, ok := n.Engines[k.lang].(NamespacePinner); ok && p.PinsNamespaces() {
 			continue
 		}
 		idle := now.Sub(nr.touched)
@@ -446,8 +450,8 @@ func (n *Namespaces) DestroyAll() {
 // of stages (docs/behaviour.md#run-lifecycle, #register-validation-order, #teardown).
 func Routes(run *RunService, ns *Namespaces) map[string]Route {
 	return map[string]Route{
-		FnRun:              {Decode: DecodeRunCall, Terminal: run.Handle, Stages: RunStages()},
-		FnRegisterFunction: {Decode: DecodeRegisterCall, Terminal: ns.Register, Stages: RegisterStages()},
+		FnRun:              {Decode: run.DecodeRunCall, Terminal: run.Handle, Stages: RunStages()},
+		FnRegisterFunction: {Decode: ns.DecodeRegisterCall, Terminal: ns.Register, Stages: RegisterStages()},
 		// No redaction: a namespace teardown's not-found quotes no id, and a
 		// runtime-id teardown comes from a caller that holds the id.
 		FnTeardown: {Decode: DecodeTeardownCall, Terminal: ns.Teardown},

@@ -129,7 +129,7 @@ func TestNewWorkWithoutAFreeSlotIsSpreadOnce(t *testing.T) {
 			h.reg.Tag = "aaaa"
 			fw := &recordForward{res: json.RawMessage(`{"stdout":"","stderr":"","exit_code":0,"success":true,"duration_ms":1,"result":9}`), err: tc.fwErr}
 			svc := &RunService{Registry: h.reg, Engines: map[Lang]Engine{LangNode: h.node}, Forward: fw, Spread: tc.peers}
-			h.router.Handle(tc.fn, Route{Decode: DecodeRunCall, Terminal: svc.Handle, Stages: RunStages()})
+			h.router.Handle(tc.fn, Route{Decode: decodeRunCall, Terminal: svc.Handle, Stages: RunStages()})
 			res, err := h.router.Invoke(context.Background(), tc.fn, json.RawMessage(`{"lang":"node","code":"return 9"}`), nil)
 			if len(fw.got) > 1 || tc.want == "" && len(fw.got) != 0 || tc.want != "" && (len(fw.got) != 1 || fw.got[0] != tc.want) {
 				t.Fatalf("forwarded to %v, want %q", fw.got, tc.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/code-runner-go/code-runner/limits"
 	"log/slog"
 	"sort"
@@ -32,8 +33,8 @@ type RunService struct {
 }
 
 // DecodeRunCall is the Decoder of the run route.
-func DecodeRunCall(call *Call) error {
-	req, err := DecodeRun(call.Payload)
+func (s *RunService) DecodeRunCall(call *Call) error {
+	req, err := DecodeRun(call.Payload, Langs(s.Engines))
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 		return s.runKept(ctx, call, req, k)
 	}
 	if req.Lang == "" {
-		return nil, Errorf(CodeInvalidRequest, "`lang` is required when there is no `runtime_id`: \"node\" or \"python\"")
+		return nil, Errorf(CodeInvalidRequest, "`lang` is required when there is no `runtime_id`: %s", langField(Langs(s.Engines)).expected())
 	}
 	if req.Keep {
 		noteCall(ctx, req.Lang, ModeKept)
@@ -191,16 +192,13 @@ func (s *RunService) runKept(ctx context.Context, call *Call, req *RunRequest, k
 func (s *RunService) engine(lang Lang) (Engine, error) {
 	eng, ok := s.Engines[lang]
 	if !ok {
-		if lang == LangPython {
-			return nil, ErrPythonUnavailable()
-		}
 		return nil, Errorf(CodeEngine, "the %s engine is not available on this worker", lang)
 	}
 	if err := eng.Available(); err != nil {
-		if lang == LangPython {
-			return nil, &Error{Code: CodeEngine, Text: ErrPythonUnavailable().Text, Cause: err}
+		if u, ok := eng.(Unavailability); ok {
+			return nil, u.Unavailable(err)
 		}
-		return nil, &Error{Code: CodeEngine, Text: "the node engine is not available on this worker; check its boot logs", Cause: err}
+		return nil, &Error{Code: CodeEngine, Text: fmt.Sprintf("the %s engine is not available on this worker; check its boot logs", lang), Cause: err}
 	}
 	return eng, nil
 }

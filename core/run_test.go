@@ -26,7 +26,7 @@ func newHarness(t *testing.T, mut func(*configsvc.Config)) *harness {
 	h := &harness{reg: NewRegistry(nil), node: &fakeEngine{lang: LangNode}, py: &fakeEngine{lang: LangPython}, tr: &recordingTransport{}}
 	svc := &RunService{Registry: h.reg, Engines: map[Lang]Engine{LangNode: h.node, LangPython: h.py}}
 	h.router = NewRouter(snapWith(mut).Config, "test", h.tr, nil)
-	h.router.Handle(FnRun, Route{Decode: DecodeRunCall, Terminal: svc.Handle, Stages: RunStages()})
+	h.router.Handle(FnRun, Route{Decode: decodeRunCall, Terminal: svc.Handle, Stages: RunStages()})
 	return h
 }
 

@@ -9,14 +9,9 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 )
 
-// Lang names the engine behind a runtime.
+// Lang names the engine behind a runtime: the `lang` a request names.
+// Engines say which is theirs (Engine.Lang); core names none.
 type Lang string
-
-// The two languages.
-const (
-	LangNode   Lang = "node"
-	LangPython Lang = "python"
-)
 
 // The worker's six function ids, in registration order (docs/behaviour.md#functions-list).
 const (

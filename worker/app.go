@@ -13,8 +13,6 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
-	"github.com/code-runner-go/code-runner/engines/node"
-	"github.com/code-runner-go/code-runner/engines/python"
 	"github.com/code-runner-go/code-runner/hooks"
 	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/ui"
@@ -28,9 +26,11 @@ type App struct {
 	Router     *core.Router
 	Run        *core.RunService
 	Namespaces *core.Namespaces
-	Node       *node.Engine
-	Python     *python.Engine
-	Log        *slog.Logger
+	// Engines are the language engines, by language; Langs their
+	// languages in the order the worker built them.
+	Engines map[core.Lang]core.LiveEngine
+	Langs   []core.Lang
+	Log     *slog.Logger
 	// Dirs holds the worker's own directory under each temporary root;
 	// every tenant directory is made inside it (internal/tenantdirs).
 	Dirs *tenantdirs.Dirs
@@ -65,23 +65,20 @@ type AppOptions struct {
 	Bus  core.Bus // guest registrations; nil keeps them in-process
 	// Owners answers whether another worker serves an id before anything is
 	// published (nil: no engine to ask, as in local mode).
-	Owners   core.Owners
-	NodeHost []string // isolate-host argv (default: this executable)
-	NodeEnv  []string
-	// PythonCacheDir overrides the python compilation cache ("-" = memory only).
-	PythonCacheDir string
-	Log            *slog.Logger
+	Owners core.Owners
+	// Engines are the language engines to build, in order
+	// (engines/standard.Modules: node and python).
+	Engines []core.EngineModule
+	Log     *slog.Logger
 	// LocalLog gets guest-written text at debug (detached console output,
 	// host stderr): the worker's own log, never telemetry (nil: Log).
 	LocalLog *slog.Logger
 	// OnPoolBoot, when set, learns how long each warm-pool boot took, by
 	// language (telemetry records the refill time).
 	OnPoolBoot func(lang string, d time.Duration)
-	// Busy, when set, is told about the python engine's CPU-heavy
-	// background work (python.Options.Busy).
+	// Busy, when set, is told about the engines' CPU-heavy background
+	// work (core.EngineDeps.Busy).
 	Busy func(weight int) (done func())
-	// PythonLongTurn overrides python.DefaultLongTurn (tests).
-	PythonLongTurn time.Duration
 	// Tag is the worker's routing tag (Tag): kept runtime ids begin with
 	// it, and the run and teardown routes are also served under their
 	// per-worker ids. "" (local mode): untagged ids, no per-worker ids.
@@ -116,15 +113,25 @@ func NewApp(o AppOptions) (*App, error) {
 		}
 		return func(d time.Duration) { o.OnPoolBoot(lang, d) }
 	}
-	ne, err := node.New(node.Options{HostArgv: o.NodeHost, HostEnv: o.NodeEnv, Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: a.Router.Live, Log: o.Log, LocalLog: o.LocalLog, Owners: o.Owners, Dirs: a.Dirs,
-		OnPoolBoot: poolBoot("node")})
-	if err != nil {
-		return nil, fmt.Errorf("node engine: %w", err)
+	a.Engines = map[core.Lang]core.LiveEngine{}
+	engines := map[core.Lang]core.Engine{}
+	committers := []core.Committer{}
+	for _, m := range o.Engines {
+		if _, dup := a.Engines[m.Lang]; dup {
+			a.closeEngines()
+			return nil, fmt.Errorf("two engines for language %q: give each language one module", m.Lang)
+		}
+		eng, err := m.New(core.EngineDeps{Registry: a.Registry, Bus: bus, Transport: o.Transport, Owners: o.Owners, Live: a.Router.Live,
+			Log: o.Log, LocalLog: o.LocalLog, Dirs: a.Dirs, OnPoolBoot: poolBoot(string(m.Lang)), Busy: o.Busy})
+		if err != nil {
+			a.closeEngines()
+			return nil, fmt.Errorf("%s engine: %w", m.Lang, err)
+		}
+		a.Engines[m.Lang] = eng
+		a.Langs = append(a.Langs, m.Lang)
+		engines[m.Lang] = eng
+		committers = append(committers, eng)
 	}
-	a.Node = ne
-	a.Python = python.New(python.Options{Registry: a.Registry, Bus: bus, Transport: o.Transport, Live: a.Router.Live, Log: o.Log, CacheDir: o.PythonCacheDir, Dirs: a.Dirs,
-		OnPoolBoot: poolBoot("python"), Busy: o.Busy, LongTurn: o.PythonLongTurn})
-	engines := map[core.Lang]core.Engine{core.LangNode: ne, core.LangPython: a.Python}
 	a.Registry.Tag = o.Tag
 	a.Run = &core.RunService{Registry: a.Registry, Engines: engines, Log: o.Log, Forward: o.Forward, PeerSeen: o.PeerSeen, Spread: o.Spread}
 	a.Namespaces = &core.Namespaces{Registry: a.Registry, Engines: engines, Run: a.Run, Owners: o.Owners}
@@ -143,7 +150,7 @@ func NewApp(o AppOptions) (*App, error) {
 			a.Router.Handle(core.WorkerID(id, o.Tag), routes[id])
 		}
 	}
-	a.ConfigChanged = &hooks.ConfigChanged{Router: a.Router, Components: []core.Committer{a.Node, a.Python, a.sweeper},
+	a.ConfigChanged = &hooks.ConfigChanged{Router: a.Router, Components: append(committers, a.sweeper),
 		Read: o.ReadConfig, Source: o.Source, IDs: o.ConfigIDs, Live: a.liveCounts, Applied: a.reloaded, Log: o.Log}
 	// The hooks, one line each (package hooks).
 	for _, h := range []hooks.Hook{
@@ -167,14 +174,24 @@ func (a *App) ApplyConfig(ctx context.Context, cfg configsvc.Config, source stri
 	return a.ConfigChanged.Apply(ctx, cfg, source)
 }
 
+// closeEngines closes every engine built, in reverse order.
+func (a *App) closeEngines() {
+	for i := len(a.Langs) - 1; i >= 0; i-- {
+		a.Engines[a.Langs[i]].Close()
+	}
+}
+
+// liveCounts counts, for the configuration log line, the node runtimes a
+// change of a node-only limit leaves as they are.
 func (a *App) liveCounts() configsvc.LiveCounts {
+	const node core.Lang = "node" // the per-runtime limits the line speaks of are node's (configsvc.Describe)
 	n := 0
 	for _, k := range a.Registry.Kept() {
-		if k.Lang == core.LangNode {
+		if k.Lang == node {
 			n++
 		}
 	}
-	return configsvc.LiveCounts{Node: n + a.Namespaces.CountLang(core.LangNode)}
+	return configsvc.LiveCounts{Node: n + a.Namespaces.CountLang(node)}
 }
 
 // reloaded tells OnReload about one configuration change.
@@ -197,8 +214,7 @@ func (a *App) Close() {
 		}
 	}
 	a.Namespaces.DestroyAll()
-	a.Node.Close()
-	a.Python.Close()
+	a.closeEngines()
 	if err := a.Dirs.Close(); err != nil {
 		a.Log.Warn("could not remove the worker's tenant directories", "err", err)
 	}

@@ -101,7 +101,7 @@ func BenchmarkConcurrentOneShotsOverBus(b *testing.B) {
 	time.Sleep(3 * time.Second) // pools fill
 	cpu := func() time.Duration {
 		t := benchutil.ProcessCPU(os.Getpid())
-		for _, pid := range s.app.Node.HostPIDs() {
+		for _, pid := range nodeOf(s.app).HostPIDs() {
 			t += benchutil.ProcessCPU(pid)
 		}
 		return t

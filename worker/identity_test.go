@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ func serveOnce(t *testing.T, e *iiitest.Engine, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	return Serve(ctx, ServeOptions{URL: e.URL(), WorkerName: name, ConfigSource: "engine", Env: envFrom(nil), Log: quiet(),
-		NodeHost: []string{os.Args[0]}, NodeEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"}, PythonCacheDir: testCacheDir, NameWait: 500 * time.Millisecond})
+		Engines: testEngines(0), NameWait: 500 * time.Millisecond})
 }
 
 // A second worker under the name of a live one is refused at start with a

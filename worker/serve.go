@@ -29,11 +29,9 @@ type ServeOptions struct {
 	ConfigFile   string
 	SeedPath     string // --config, "" when unset
 	Env          func(string) (string, bool)
-	NodeHost     []string
-	NodeEnv      []string
-	// PythonCacheDir overrides the python compilation cache directory.
-	PythonCacheDir string
-	Log            *slog.Logger
+	// Engines are the language engines to build (engines/standard.Modules).
+	Engines []core.EngineModule
+	Log     *slog.Logger
 	// Ready, when set, is called once the worker serves.
 	Ready func(*App)
 	// Telemetry, when set, is given the worker's telemetry once it starts
@@ -46,8 +44,6 @@ type ServeOptions struct {
 	// invocation enters it, and the python engine's CPU-heavy work — its
 	// compile, pool boots and turns past the long-turn time (internal/tuning).
 	Procs *tuning.Governor
-	// PythonLongTurn overrides python.DefaultLongTurn (tests).
-	PythonLongTurn time.Duration
 	// NameWait overrides how long a worker whose name another live worker
 	// reports waits for that one to go before refusing (tests).
 	NameWait time.Duration
@@ -189,10 +185,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		configIDs = []string{core.FnOnConfigChange, core.WorkerID(core.FnOnConfigChange, tag)}
 	}
 	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(admit, Trace(tel)),
-		Owners:   &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
-		NodeHost: o.NodeHost, NodeEnv: o.NodeEnv, PythonCacheDir: o.PythonCacheDir, Log: log, LocalLog: localLog,
+		Owners:  &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
+		Engines: o.Engines, Log: log, LocalLog: localLog,
 		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: &spreader{client: client, peers: peers, self: o.WorkerName},
-		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy, PythonLongTurn: o.PythonLongTurn})
+		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy})
 	if err != nil {
 		return err
 	}
@@ -200,22 +196,35 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	app.OnReload = func(accepted bool) { tel.Metrics().Reload(context.Background(), accepted) }
 	fileSrc.Rejected = func() { tel.Metrics().Reload(context.Background(), false) }
 	if err := tel.ObserveRuntimes(func() map[string]int64 {
-		return map[string]int64{"kept": int64(len(app.Registry.Kept())),
-			"namespace": int64(app.Namespaces.CountLang(core.LangNode) + app.Namespaces.CountLang(core.LangPython))}
+		ns := 0
+		for _, lang := range app.Langs {
+			ns += app.Namespaces.CountLang(lang)
+		}
+		return map[string]int64{"kept": int64(len(app.Registry.Kept())), "namespace": int64(ns)}
 	}, func() map[string]int64 {
-		return map[string]int64{"node": int64(app.Node.Parked()), "python": int64(app.Python.Parked())}
+		parked := map[string]int64{}
+		for _, lang := range app.Langs {
+			if p, ok := app.Engines[lang].(core.Pooled); ok {
+				parked[string(lang)] = int64(p.Parked())
+			}
+		}
+		return parked
 	}); err != nil {
 		log.Warn("telemetry: the live-runtimes gauge is off", "err", err)
 	}
 
-	// Python compiles (or loads its compilation cache) in the background:
-	// nothing waits for it. Python requests that arrive meanwhile wait for
-	// the boot inside the engine; node is served from the start.
-	go func() {
-		if err := app.Python.WaitReady(ctx); err == nil {
-			log.Info("python engine serving")
+	// An engine that boots in the background (python compiles or loads
+	// its compilation cache) is not waited for: its requests wait for the
+	// boot inside the engine, the others are served from the start.
+	for _, lang := range app.Langs {
+		if b, ok := app.Engines[lang].(core.Booting); ok {
+			go func() {
+				if err := b.WaitReady(ctx); err == nil {
+					log.Info(string(lang) + " engine serving")
+				}
+			}()
 		}
-	}()
+	}
 	// A second worker under a name another live worker has would take its
 	// ids over on a 0.22 engine: refused before anything is published
 	// (a 0.23 engine refuses the name itself, OnRejected above).
@@ -335,7 +344,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	go app.Sweeper().Run(ctx)
 	go app.SweepDeadWorkers(ctx, deadWorkerSweep)
 	live := app.Router.Live().Config
-	log.Info("code-runner ready", "max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB, "python", app.Python.State(), "config", label)
+	ready := []any{"max_runtimes", live.MaxRuntimes, "heap_mb", live.HeapMB, "scratch_mb", live.ScratchMB}
+	for _, lang := range app.Langs {
+		if b, ok := app.Engines[lang].(core.Booting); ok {
+			ready = append(ready, string(lang), b.State())
+		}
+	}
+	log.Info("code-runner ready", append(ready, "config", label)...)
 	if o.Ready != nil {
 		o.Ready(app)
 	}

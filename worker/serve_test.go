@@ -3,6 +3,10 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/node"
+	"github.com/code-runner-go/code-runner/engines/python"
+	"github.com/code-runner-go/code-runner/engines/standard"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -49,9 +53,9 @@ func startServe(t testing.TB, e *iiitest.Engine, o ServeOptions) *served {
 	if o.Env == nil {
 		o.Env = envFrom(nil)
 	}
-	o.NodeHost = []string{os.Args[0]}
-	o.NodeEnv = []string{"CODE_RUNNER_ISOLATE_HOST=1"}
-	o.PythonCacheDir = testCacheDir
+	if o.Engines == nil {
+		o.Engines = testEngines(0)
+	}
 	if o.Log == nil { // a caller's own logger (benchmarks: the production level) leaves logs empty
 		o.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -107,6 +111,18 @@ func (s *served) waitLog(t *testing.T, want string) {
 // testCacheDir is the python compilation cache shared with the python
 // engine's tests, so python.wasm compiles once per machine.
 var testCacheDir = filepath.Join(os.TempDir(), "code-runner-test-cache")
+
+// testEngines are the shipped engines as the tests run them: isolate hosts
+// from the test binary, the shared compilation cache, and python's
+// long-turn time (0: its default).
+func testEngines(longTurn time.Duration) []core.EngineModule {
+	return standard.Modules(standard.Options{NodeHost: []string{os.Args[0]}, NodeEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"},
+		PythonCacheDir: testCacheDir, PythonLongTurn: longTurn})
+}
+
+// nodeOf and pythonOf are a's shipped engines (the tests look inside them).
+func nodeOf(a *App) *node.Engine     { return a.Engines[node.Lang].(*node.Engine) }
+func pythonOf(a *App) *python.Engine { return a.Engines[python.Lang].(*python.Engine) }
 
 func newTestEngine(t *testing.T) *iiitest.Engine {
 	e, err := iiitest.New(iiitest.Options{Logger: quiet()})
@@ -214,7 +230,7 @@ func TestEngineModeFailsWithoutConfigurationWorkerAndFallbackUsesFile(t *testing
 	e := newTestEngine(t)
 	e.Config.SetAvailable(false)
 	err := Serve(ctxT(t), ServeOptions{URL: e.URL(), WorkerName: "code-runner", ConfigSource: "engine", Env: envFrom(nil), Log: quiet(),
-		NodeHost: []string{os.Args[0]}, NodeEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"}, PythonCacheDir: testCacheDir})
+		Engines: testEngines(0)})
 	if err == nil || !strings.Contains(err.Error(), "configuration worker unavailable") {
 		t.Fatalf("%v", err)
 	}
@@ -615,8 +631,8 @@ func governed(t *testing.T, longTurn time.Duration) (e *iiitest.Engine, s *serve
 	})
 	t.Cleanup(gov.Close)
 	e = newTestEngine(t)
-	s = startServe(t, e, ServeOptions{Procs: gov, PythonLongTurn: longTurn})
-	if err := s.app.Python.WaitReady(ctxT(t)); err != nil {
+	s = startServe(t, e, ServeOptions{Procs: gov, Engines: testEngines(longTurn)})
+	if err := pythonOf(s.app).WaitReady(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, e, s)
@@ -632,7 +648,7 @@ func governed(t *testing.T, longTurn time.Duration) (e *iiitest.Engine, s *serve
 // it.
 func settle(t *testing.T, e *iiitest.Engine, s *served) {
 	t.Helper()
-	if err := e.WaitUntil(ctxT(t), func() bool { return s.app.Python.Parked() >= 2 && s.app.Node.Parked() >= 2 }); err != nil {
+	if err := e.WaitUntil(ctxT(t), func() bool { return pythonOf(s.app).Parked() >= 2 && nodeOf(s.app).Parked() >= 2 }); err != nil {
 		t.Fatal("the warm pools never filled")
 	}
 	waitOneP(t, e)

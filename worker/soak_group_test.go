@@ -135,13 +135,13 @@ func TestSoakGroup(t *testing.T) {
 		time.Sleep(13 * time.Second) // pools settle after a burst
 		runtime.GC()
 		g := soakGauges{rssKB: procfs.RSSKB(os.Getpid()), goroutines: int64(runtime.NumGoroutine())}
-		for _, pid := range survivor.app.Node.HostPIDs() {
+		for _, pid := range nodeOf(survivor.app).HostPIDs() {
 			g.rssKB += procfs.RSSKB(pid)
 		}
 		if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
 			g.fds = int64(len(fds))
 		}
-		g.children = int64(len(survivor.app.Node.HostPIDs()))
+		g.children = int64(len(nodeOf(survivor.app).HostPIDs()))
 		return g
 	}
 	began := time.Now()

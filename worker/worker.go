@@ -84,14 +84,13 @@ func Trace(tel *telemetry.Telemetry) core.Stage {
 				lang, mode string
 			)
 			// The run and register services note the language and the kind
-			// of runtime once they have decoded the request.
+			// of runtime once they have decoded the request: a language one
+			// of the worker's engines runs (the decoder refuses any other),
+			// never a guest's own word.
 			ctx = core.WithCallNotes(ctx, func(l core.Lang, m string) {
 				mu.Lock()
 				defer mu.Unlock()
-				if l == core.LangNode || l == core.LangPython { // a guest's own word is never copied
-					lang = string(l)
-				}
-				mode = m
+				lang, mode = string(l), m
 			})
 			ctx, span := tel.StartServer(ctx, call.FunctionID, attribute.Int("code_runner.request_bytes", len(call.Payload)))
 			res, err := next(ctx, call)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/code-runner-go/code-runner/engines/standard"
 	"io"
 	"log/slog"
 	"os"
@@ -137,7 +138,8 @@ func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envF
 	cfg.WarmPoolNode, cfg.WarmPoolPython = 0, 0 // one run: nothing to keep warm
 
 	transport := &worker.LocalTransport{}
-	app, err := worker.NewApp(worker.AppOptions{Config: cfg, Source: source, Transport: transport, Log: log})
+	app, err := worker.NewApp(worker.AppOptions{Config: cfg, Source: source, Transport: transport, Log: log,
+		Engines: standard.Modules(standard.Options{})})
 	if err != nil {
 		fmt.Fprintf(stderr, "code-runner run: %v\n", err)
 		return 1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/code-runner-go/code-runner/engines/standard"
 	"github.com/code-runner-go/code-runner/internal/tuning"
 	"log/slog"
 	"os"
@@ -38,7 +39,7 @@ func serve(opts *options, env envFunc, log *slog.Logger) int {
 		done <- worker.Serve(ctx, worker.ServeOptions{
 			URL: opts.URL, Namespace: opts.Namespace, WorkerName: workerName(env), Version: buildinfo.Version,
 			Description: description, ConfigSource: opts.ConfigSource, ConfigFile: opts.ConfigFile, SeedPath: opts.Config,
-			Env: env, Log: log, Procs: gov,
+			Env: env, Log: log, Procs: gov, Engines: standard.Modules(standard.Options{}),
 		})
 	}()
 	select {

@@ -110,8 +110,8 @@ func New(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// Lang returns core.LangNode.
-func (e *Engine) Lang() core.Lang { return core.LangNode }
+// Lang returns Lang.
+func (e *Engine) Lang() core.Lang { return Lang }
 
 // Available returns nil: hosts are started on demand.
 func (e *Engine) Available() error {
@@ -556,7 +556,7 @@ func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 		return nil, core.ErrTimeout()
 	case hostproto.StatusMemory, hostproto.StatusDiedMemory:
 		r.markDead()
-		return nil, core.ErrNodeMemory()
+		return nil, ErrMemory()
 	case hostproto.StatusDiedDetached:
 		// Its own detached work overran while this task waited unread.
 		r.markDead()

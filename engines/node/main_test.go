@@ -54,7 +54,7 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 	}
 	t.Cleanup(eng.Close)
 	r.eng = eng
-	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangNode: eng}}
+	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{Lang: eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
 	for id, route := range core.Routes(svc, r.ns) {
 		r.router.Handle(id, route)

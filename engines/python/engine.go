@@ -302,8 +302,8 @@ func (e *Engine) State() string {
 	}
 }
 
-// Lang returns core.LangPython.
-func (e *Engine) Lang() core.Lang { return core.LangPython }
+// Lang returns Lang.
+func (e *Engine) Lang() core.Lang { return Lang }
 
 // Available waits for boot to finish and returns its error. A compile
 // always ends (a cold one takes seconds, much longer under the race
@@ -482,7 +482,7 @@ func (e *Engine) release() { <-e.gate }
 // NewRuntime hands out a pooled interpreter (default memory) or boots one.
 func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.Runtime, error) {
 	if err := e.Available(); err != nil {
-		return nil, core.ErrPythonUnavailable()
+		return nil, e.Unavailable(err)
 	}
 	mem := clampMem(ro.MemoryMB)
 	var ip *interp

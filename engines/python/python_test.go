@@ -57,7 +57,7 @@ func newRigWith(t testing.TB, mut func(*configsvc.Config), tr core.Transport) *r
 	// Guest functions are routes, as in the worker.
 	r.eng = New(Options{Registry: r.reg, Bus: &core.GuestRoutes{Router: r.router, Bus: r.bus}, Transport: tr, Live: r.router.Live, Log: quiet(), CacheDir: testCacheDir})
 	t.Cleanup(r.eng.Close)
-	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{core.LangPython: r.eng}}
+	svc := &core.RunService{Registry: r.reg, Engines: map[core.Lang]core.Engine{Lang: r.eng}}
 	r.ns = &core.Namespaces{Registry: r.reg, Engines: svc.Engines, Run: svc}
 	r.lb.Router = r.router
 	for id, route := range core.Routes(svc, r.ns) {
@@ -638,5 +638,15 @@ func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 				t.Fatalf("marker %s", res.Result)
 			}
 		})
+	}
+}
+
+// TestUnavailableIsTheContractsText: while the engine cannot serve, a
+// python request is answered with the contract's words, whatever the boot
+// error was (that goes to the logs).
+func TestUnavailableIsTheContractsText(t *testing.T) {
+	got := (&Engine{}).Unavailable(errors.New("no wasm")).Error()
+	if want := "code-runner::engine: the python engine failed to start on this worker; check its boot logs"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -423,7 +423,7 @@ func (r *pyRuntime) afterDeath(ip *interp, stdout, stderr *capture) turnResult {
 	}
 	so, se := streams(stdout, stderr)
 	if ip.memoryFull() {
-		return turnResult{killed: true, err: core.ErrPythonMemory()}
+		return turnResult{killed: true, err: ErrMemory()}
 	}
 	code, isExit := ip.exitStatus()
 	failure := "execution ended abnormally without producing a result\n"
@@ -457,7 +457,7 @@ func (r *pyRuntime) finishTurn(ip *interp, done []byte, stdout, stderr *capture)
 		ip.kill()
 		<-ip.done
 		r.dropInterp(ip)
-		return turnResult{killed: true, err: core.ErrPythonMemory()}
+		return turnResult{killed: true, err: ErrMemory()}
 	}
 	if !ok {
 		res.failure = "execution ended abnormally without producing a result\n"
