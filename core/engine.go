@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -111,14 +112,7 @@ type Bridge interface {
 
 // Langs returns the languages of engines, sorted: the values a request's
 // `lang` may take.
-func Langs(engines map[Lang]Engine) []Lang {
-	out := make([]Lang, 0, len(engines))
-	for l := range engines {
-		out = append(out, l)
-	}
-	slices.Sort(out)
-	return out
-}
+func Langs(engines map[Lang]Engine) []Lang { return slices.Sorted(maps.Keys(engines)) }
 
 // Unavailability is implemented by an engine with its own words for "cannot
 // serve now": Unavailable returns the answer for cause (what Available

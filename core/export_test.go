@@ -28,3 +28,19 @@ func (r *Router) IDs() []string {
 func reconfigure(r *Router, snap *configsvc.Snapshot) {
 	r.Swap(r.Provision(snap.Config, snap.Source))
 }
+
+// Tombstone records id as expired (only the tests use it).
+func (r *Registry) Tombstone(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addTombLocked(id)
+}
+
+// TombstoneCount returns how many tombstones are held, after pruning (only
+// the tests use it).
+func (r *Registry) TombstoneCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pruneTombsLocked()
+	return len(r.tombs)
+}

@@ -92,9 +92,36 @@ func (g *GuestRoutes) RegisterTrigger(t TriggerRegistration) string { return g.B
 // UnregisterTrigger passes through.
 func (g *GuestRoutes) UnregisterTrigger(id string) { g.Bus.UnregisterTrigger(id) }
 
-// RegisterTriggerType passes through.
+// RegisterTriggerType publishes a guest trigger type whose provider
+// callbacks enter through the router (CallbackStages): the engine delivers a
+// binding to guest code under the call's budget and bridge, counted and
+// traced like any call.
 func (g *GuestRoutes) RegisterTriggerType(id, description string, p TriggerProvider) {
-	g.Bus.RegisterTriggerType(id, description, p)
+	g.Bus.RegisterTriggerType(id, description, routedProvider{router: g.Router, typeID: id, p: p})
+}
+
+// routedProvider is a guest TriggerProvider behind the router's door.
+type routedProvider struct {
+	router *Router
+	typeID string
+	p      TriggerProvider
+}
+
+func (rp routedProvider) RegisterTrigger(ctx context.Context, b Binding) error {
+	return rp.serve(ctx, b, rp.p.RegisterTrigger)
+}
+
+func (rp routedProvider) UnregisterTrigger(ctx context.Context, b Binding) error {
+	return rp.serve(ctx, b, rp.p.UnregisterTrigger)
+}
+
+func (rp routedProvider) serve(ctx context.Context, b Binding, deliver func(context.Context, Binding) error) error {
+	_, err := rp.router.ServeCallback(ctx, Inbound{FunctionID: rp.typeID}, func(ctx context.Context, call *Call) (any, error) {
+		ctx, cancel := context.WithTimeout(WithBridge(ctx, call.Bridge), call.Budget)
+		defer cancel()
+		return nil, deliver(ctx, b)
+	}, CallbackStages()...)
+	return err
 }
 
 // UnregisterTriggerType passes through.

@@ -15,8 +15,9 @@ import (
 // busRecorder is the bus below GuestRoutes: it keeps the handler it was
 // handed, as the engine connection would.
 type busRecorder struct {
-	mu       sync.Mutex
-	handlers map[string]GuestHandler
+	mu        sync.Mutex
+	handlers  map[string]GuestHandler
+	providers map[string]TriggerProvider
 }
 
 func (b *busRecorder) RegisterFunction(reg FunctionRegistration, h GuestHandler) {
@@ -32,10 +33,17 @@ func (b *busRecorder) UnregisterFunction(id string) {
 	defer b.mu.Unlock()
 	delete(b.handlers, id)
 }
-func (b *busRecorder) RegisterTrigger(TriggerRegistration) string                    { return "t" }
-func (b *busRecorder) UnregisterTrigger(string)                                      {}
-func (b *busRecorder) RegisterTriggerType(id, description string, p TriggerProvider) {}
-func (b *busRecorder) UnregisterTriggerType(string)                                  {}
+func (b *busRecorder) RegisterTrigger(TriggerRegistration) string { return "t" }
+func (b *busRecorder) UnregisterTrigger(string)                   {}
+func (b *busRecorder) RegisterTriggerType(id, description string, p TriggerProvider) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.providers == nil {
+		b.providers = map[string]TriggerProvider{}
+	}
+	b.providers[id] = p
+}
+func (b *busRecorder) UnregisterTriggerType(string) {}
 
 func (b *busRecorder) handler(id string) GuestHandler {
 	b.mu.Lock()
@@ -125,5 +133,65 @@ func TestWireOf(t *testing.T) {
 				t.Fatalf("%+v", w)
 			}
 		})
+	}
+}
+
+// providerProbe is a guest trigger type's provider as an engine implements
+// it: it records the deadline and the bridge each callback got.
+type providerProbe struct {
+	budget time.Duration
+	bridge bool
+	err    error
+}
+
+func (p *providerProbe) RegisterTrigger(ctx context.Context, b Binding) error {
+	if dl, ok := ctx.Deadline(); ok {
+		p.budget = time.Until(dl)
+	}
+	p.bridge = BridgeFrom(ctx) != nil
+	return p.err
+}
+
+func (p *providerProbe) UnregisterTrigger(ctx context.Context, b Binding) error {
+	return p.RegisterTrigger(ctx, b)
+}
+
+// TestTriggerTypeCallbacksEnterThroughTheDoor: a guest trigger type's
+// provider callbacks pass the router's door (counted like any call) and
+// reach the engine with the budget of the router's snapshot and a bridge;
+// the provider's own error reaches the registrant unchanged.
+func TestTriggerTypeCallbacksEnterThroughTheDoor(t *testing.T) {
+	var doors []string
+	door := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (any, error) {
+			doors = append(doors, c.FunctionID)
+			return next(ctx, c)
+		}
+	}
+	r := NewRouter(snapWith(func(c *configsvc.Config) { c.DefaultTimeoutMS = 1234 }).Config, "test", nil, nil, door)
+	below := &busRecorder{}
+	g := &GuestRoutes{Router: r, Bus: below}
+	probe := &providerProbe{}
+	g.RegisterTriggerType("ns::ticks", "every tick", probe)
+	p := below.providers["ns::ticks"]
+	if p == nil {
+		t.Fatal("the trigger type was not published")
+	}
+	if err := p.RegisterTrigger(context.Background(), Binding{ID: "b1", FunctionID: "ns::f"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(doors) != 1 || doors[0] != "ns::ticks" {
+		t.Fatalf("the callback passed the door as %v", doors)
+	}
+	// The defaults would give 5,000 ms: at most 1,234 is the snapshot's.
+	if probe.budget <= 0 || probe.budget > 1234*time.Millisecond || !probe.bridge {
+		t.Fatalf("the provider got a budget of %v (want the snapshot's 1234 ms) and a bridge %v", probe.budget, probe.bridge)
+	}
+	probe.err = errors.New("trigger_type_not_found: this runtime no longer provides ns::ticks")
+	if err := p.UnregisterTrigger(context.Background(), Binding{ID: "b1"}); err != probe.err {
+		t.Fatalf("the provider's error came back as %v", err)
+	}
+	if len(doors) != 2 {
+		t.Fatalf("%d callbacks passed the door, want 2", len(doors))
 	}
 }

@@ -234,14 +234,6 @@ func (r *Registry) Kept() []*Kept {
 	return out
 }
 
-// Tombstone records id as expired (used for ids whose entry was already
-// removed).
-func (r *Registry) Tombstone(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.addTombLocked(id)
-}
-
 func (r *Registry) addTombLocked(id string) {
 	if el, ok := r.tombs[id]; ok {
 		r.tombQ.Remove(el)
@@ -263,14 +255,6 @@ func (r *Registry) pruneTombsLocked() {
 		r.tombQ.Remove(el)
 		delete(r.tombs, el.Value.(tomb).id)
 	}
-}
-
-// TombstoneCount returns how many tombstones are held (after pruning).
-func (r *Registry) TombstoneCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pruneTombsLocked()
-	return len(r.tombs)
 }
 
 // ClaimFunction claims function id id for owner. Claiming an id the same

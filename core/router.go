@@ -173,6 +173,18 @@ func (r *Router) recoverPanics(next Handler) Handler {
 	}
 }
 
+// ServeCallback runs terminal behind the door and stages for a call that
+// has no route of its own — a guest trigger type's provider callback —
+// under the live snapshot. The terminal's error comes back as it returned
+// it (the callback's caller words its own failure); a panic below the door
+// is the internal engine error.
+func (r *Router) ServeCallback(ctx context.Context, in Inbound, terminal Handler, stages ...Stage) (any, error) {
+	t := r.table.Load()
+	call := &Call{FunctionID: in.FunctionID, Payload: in.Payload, Metadata: in.Metadata, Received: time.Now(), Transport: r.transport,
+		Config: &t.snap.Config, Guest: true, Traceparent: in.Traceparent, Baggage: in.Baggage}
+	return Chain(Chain(terminal, stages...), r.door...)(ctx, call)
+}
+
 // Inbound is one invocation as it reaches the router.
 type Inbound struct {
 	FunctionID string

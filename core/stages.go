@@ -92,6 +92,7 @@ func RedactUnheld(next Handler) Handler {
 //	register_function        RegisterStages: RedactUnheld → BridgePolicy → Namespaces.Register
 //	teardown                 (none) → Namespaces.Teardown
 //	a guest function         GuestStages: [PayloadLimit] → TimeoutClamp → BridgePolicy → the engine's handler
+//	a trigger-type callback  CallbackStages: TimeoutClamp → BridgePolicy → the engine's provider
 //	inject-guidance          hooks.PreGenerate: [Guidance] → "no change"
 //	on-config-change         hooks.ConfigChanged: serialize → validate → provision → swap → clean up
 //	ui-content, workers-changed  (none)
@@ -125,6 +126,11 @@ func RunStages() []Stage {
 // RegisterStages is the stage list of register_function: the bridge policy
 // for the handler's definition run, redaction of ids on the way out.
 func RegisterStages() []Stage { return []Stage{RedactUnheld, BridgePolicy} }
+
+// CallbackStages is the stage list of a guest trigger type's provider
+// callback (Router.ServeCallback): the guest code that takes or drops a
+// binding runs under the call's budget and bridge.
+func CallbackStages() []Stage { return []Stage{TimeoutClamp, BridgePolicy} }
 
 // GuestStages is the stage list of a guest function's route: its payload
 // limit (payloadLimit > 0), the timeout clamp (the handler's budget from the
