@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the python.wasm the engine embeds: CPython 3.11.2 compiled to
 # wasm32-wasi at -O2 with Debian 12's clang-16 and wasi-libc, with zlib,
-# bzip2 and SQLite (3.46.1, Debian 13's: the first of Debian's that builds
-# for WASI) linked in, plus its standard library as a stored zip
+# bzip2, xz's liblzma and SQLite (3.46.1, Debian 13's: the first of Debian's
+# that builds for WASI) linked in, plus its standard library as a stored zip
 # (sources and unchecked-hash .pyc, so nothing is compiled at import).
 #
 #   deps/cpython/build.sh OUT_DIR
@@ -25,6 +25,7 @@ SOURCES=(
 	"python|pool/main/p/python3.11/python3.11_3.11.2.orig.tar.gz|2411c74bda5bbcfcddaf4531f66d1adc73f247f529aee981b029513aefdbf849"
 	"zlib|pool/main/z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2|71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1"
 	"bzip2|pool/main/b/bzip2/bzip2_1.0.8.orig.tar.gz|ab5a03176ee106d3f0fa90e381da478ddae405918153cca248e682cd0c4a2269"
+	"xz|pool/main/x/xz-utils/xz-utils_5.4.1.orig.tar.xz|5d9827aa1875b21c288f78864bb26d2650b436ea8d2cad364e4921eb6266a5a5"
 	"sqlite|pool/main/s/sqlite3/sqlite3_3.46.1.orig.tar.xz|d0cdd2ece271b29e7ce18095745d892517ee26d0f270065b3a25c2e9eb11639c"
 )
 # Debian packages the build runs (clang-16's wasm32 runtime and wasi-libc
@@ -93,7 +94,7 @@ CFLAGS_LIB="-O2 -DNDEBUG -fvisibility=hidden -w"
 PREFIX=$WORK/sysroot
 mkdir -p "$PREFIX/include" "$PREFIX/lib"
 
-echo "building zlib, bzip2 and SQLite for wasm32-wasi"
+echo "building zlib, bzip2, liblzma and SQLite for wasm32-wasi"
 (
 	cd "$WORK/zlib"
 	srcs=(adler32 compress crc32 deflate gzclose gzlib gzread gzwrite infback inffast inflate inftrees trees uncompr zutil)
@@ -106,6 +107,22 @@ echo "building zlib, bzip2 and SQLite for wasm32-wasi"
 	for f in blocksort huffman crctable randtable compress decompress bzlib; do $CC $CFLAGS_LIB -D_FILE_OFFSET_BITS=64 -c "$f.c" -o "$f.o"; done
 	$AR rcs "$PREFIX/lib/libbz2.a" ./*.o
 	cp bzlib.h "$PREFIX/include/"
+)
+(
+	cd "$WORK/xz"
+	# liblzma alone, static, without threads (WASI has none); the xz tools
+	# are not built. Their signal-mask helper (the one user of <signal.h>
+	# in a build without threads, which wasi-libc refuses) is left out.
+	sed -i 's|^#if !(defined(_WIN32) \&\& !defined(__CYGWIN__))$|#if !(defined(_WIN32) \&\& !defined(__CYGWIN__)) \&\& !defined(__wasi__)|' src/common/mythread.h
+	grep -q '!defined(__wasi__)' src/common/mythread.h || { echo "error: xz's mythread.h changed; the WASI patch no longer applies" >&2; exit 1; }
+	./configure --quiet --host=wasm32-unknown-wasi --build="$(build-aux/config.guess)" \
+		CC="$CC" AR=$AR RANLIB=$RANLIB CFLAGS="$CFLAGS_LIB" \
+		--enable-static --disable-shared --disable-threads --disable-nls --disable-xz --disable-xzdec \
+		--disable-lzmadec --disable-lzmainfo --disable-lzma-links --disable-scripts --disable-doc >"$WORK/xz-configure.log" 2>&1 ||
+		{ tail -30 "$WORK/xz-configure.log" >&2; exit 1; }
+	make -s -C src/liblzma >"$WORK/xz-make.log" 2>&1 || { tail -30 "$WORK/xz-make.log" >&2; exit 1; }
+	cp src/liblzma/.libs/liblzma.a "$PREFIX/lib/"
+	cp -r src/liblzma/api/lzma.h src/liblzma/api/lzma "$PREFIX/include/"
 )
 (
 	cd "$WORK/sqlite"
@@ -177,11 +194,12 @@ CONFIG_SITE=../../Tools/wasm/config.site-wasm32-wasi \
 	PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent \
 	ZLIB_CFLAGS="-I$PREFIX/include" ZLIB_LIBS="-L$PREFIX/lib -lz" \
 	BZIP2_CFLAGS="-I$PREFIX/include" BZIP2_LIBS="-L$PREFIX/lib -lbz2" \
+	LIBLZMA_CFLAGS="-I$PREFIX/include" LIBLZMA_LIBS="-L$PREFIX/lib -llzma" \
 	LIBSQLITE3_CFLAGS="-I$PREFIX/include" LIBSQLITE3_LIBS="-L$PREFIX/lib -lsqlite3 -lwasi-emulated-mman -lwasi-emulated-getpid" \
 	../../configure -C --quiet --host=wasm32-unknown-wasi --build="$(../../config.guess)" \
 	--with-build-python=/usr/bin/python3.11 --disable-test-modules >"$WORK/configure.log" 2>&1 ||
 	{ tail -30 "$WORK/configure.log" >&2; exit 1; }
-for m in ZLIB BZ2 SQLITE3; do
+for m in ZLIB BZ2 LZMA SQLITE3; do
 	grep -q "^MODULE__\?${m}_STATE=yes" Makefile || { echo "error: CPython would build without ${m,,}" >&2; exit 1; }
 done
 echo "compiling CPython"

@@ -139,6 +139,78 @@ _state = {'namespace': ''}
 builtins.iii = _III()
 time.sleep = _sleep
 
+
+# asyncio on WASI. The standard event loop wakes itself through a socket
+# pair, which WASI does not have (asyncio.run failed with OSError 58). This
+# loop has no descriptors to watch: between callbacks it sleeps until the
+# next timer through the host's deadline-aware sleep, so asyncio.sleep,
+# gather, wait_for, Queue and TaskGroup behave as on CPython and a kill ends
+# it like any other guest code. Nothing is imported until a guest imports
+# asyncio: a finder at the front of sys.meta_path lets the real one load it
+# and then makes this loop the default.
+def _install_wasi_loop(asyncio):
+    from asyncio import base_events, events
+
+    class _Sleeper:
+        def select(self, timeout):
+            if timeout is None:
+                timeout = 86400.0  # nothing scheduled: only a kill ends this
+            if timeout > 0:
+                _sleep(timeout)
+            return ()
+
+        def close(self):
+            pass
+
+    class WasiEventLoop(base_events.BaseEventLoop):
+        """An event loop for WASI: timers and callbacks, no descriptors."""
+
+        def __init__(self):
+            super().__init__()
+            self._selector = _Sleeper()
+
+        def _process_events(self, event_list):
+            pass
+
+        def _write_to_self(self):
+            pass
+
+    class WasiEventLoopPolicy(events.BaseDefaultEventLoopPolicy):
+        _loop_factory = WasiEventLoop
+
+    asyncio.WasiEventLoop = WasiEventLoop
+    asyncio.SelectorEventLoop = WasiEventLoop
+    asyncio.DefaultEventLoopPolicy = WasiEventLoopPolicy
+    asyncio.set_event_loop_policy(WasiEventLoopPolicy())
+
+
+class _AsyncioOnWasi:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != 'asyncio':
+            return None
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _AsyncioLoader(spec.loader)
+        return spec
+
+
+class _AsyncioLoader:
+    def __init__(self, real):
+        self._real = real
+
+    def create_module(self, spec):
+        return self._real.create_module(spec)
+
+    def exec_module(self, module):
+        self._real.exec_module(module)
+        _install_wasi_loop(module)
+
+
+sys.meta_path.insert(0, _AsyncioOnWasi)
+
 try:
     os.chdir('/work')
 except OSError:

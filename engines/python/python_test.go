@@ -167,7 +167,7 @@ func TestPythonRunBasics(t *testing.T) {
 // embedded library is mounted read-only and its files seek).
 func TestStandardLibraryGuestsRelyOn(t *testing.T) {
 	r := newRig(t, nil)
-	res := r.mustRun(t, `import zlib, bz2, sqlite3, json, re, decimal, datetime, hashlib, statistics, unicodedata, zoneinfo, xml.etree.ElementTree as ET, csv, io, gzip, zipfile
+	res := r.mustRun(t, `import zlib, bz2, lzma, sqlite3, json, re, decimal, datetime, hashlib, statistics, unicodedata, zoneinfo, xml.etree.ElementTree as ET, csv, io, gzip, zipfile
 c = sqlite3.connect('/work/db.sqlite')
 c.execute('create table t(x)')
 c.executemany('insert into t values (?)', [(i,) for i in range(10)])
@@ -179,6 +179,9 @@ result = {
     'zlib': zlib.decompress(zlib.compress(b'abc' * 100)) == b'abc' * 100,
     'bz2': bz2.decompress(bz2.compress(b'xyz' * 100)) == b'xyz' * 100,
     'gzip': gzip.decompress(gzip.compress(b'q')) == b'q',
+    'lzma': [lzma.decompress(lzma.compress(b'xz' * 1000)) == b'xz' * 1000,
+             lzma.decompress(lzma.compress(b'alone', format=lzma.FORMAT_ALONE)) == b'alone',
+             lzma.decompress(lzma.compress(b'raw', format=lzma.FORMAT_RAW, filters=[{'id': lzma.FILTER_LZMA2}]), format=lzma.FORMAT_RAW, filters=[{'id': lzma.FILTER_LZMA2}]) == b'raw'],
     'zip': zipfile.ZipFile(buf).read('a.txt').startswith(b'hello'),
     'sqlite': c.execute('select sum(x) from t').fetchone()[0],
     'decimal': str(decimal.Decimal('0.1') + decimal.Decimal('0.2')),
@@ -203,7 +206,7 @@ for attempt in (lambda: open(lib + '/os.py', 'ab').write(b'#') and None, lambda:
 import gc; gc.collect()
 result['readonly'] = [refused, open(lib + '/os.py', 'rb').read() == before, os.path.exists(lib + '/new.py')]
 `)
-	want := `{"zlib":true,"bz2":true,"gzip":true,"zip":true,"sqlite":45,"decimal":"0.3","sha256":"e3b0c442","xml":"1","traceback":true,"readonly":[4,true,false]}`
+	want := `{"zlib":true,"bz2":true,"gzip":true,"lzma":[true,true,true],"zip":true,"sqlite":45,"decimal":"0.3","sha256":"e3b0c442","xml":"1","traceback":true,"readonly":[4,true,false]}`
 	if !res.Success || string(res.Result) != want {
 		t.Fatalf("result %s, stderr %s", res.Result, res.Stderr)
 	}
@@ -648,5 +651,74 @@ func TestUnavailableIsTheContractsText(t *testing.T) {
 	got := (&Engine{}).Unavailable(errors.New("no wasm")).Error()
 	if want := "code-runner::engine: the python engine failed to start on this worker; check its boot logs"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestAsyncioRunsOnWasi: asyncio's own loop needs a socket pair WASI does
+// not have; the sandbox's loop sleeps between timers through the host. A
+// program using gather, a bounded Queue, wait_for timing out and a
+// TaskGroup gives CPython's answers, its sleeps really sleep, and nothing
+// of asyncio is imported before the guest asks for it.
+func TestAsyncioRunsOnWasi(t *testing.T) {
+	r := newRig(t, nil)
+	res := r.mustRun(t, `import sys
+before = 'asyncio' in sys.modules
+import asyncio, time
+log = []
+async def worker(name, delay):
+    await asyncio.sleep(delay)
+    log.append(name)
+    return name.upper()
+async def producer(q, n):
+    for i in range(n):
+        await q.put(i)
+    await q.put(None)
+async def consumer(q):
+    total = 0
+    while (item := await q.get()) is not None:
+        total += item
+    return total
+async def main():
+    t0 = time.monotonic()
+    gathered = await asyncio.gather(worker('c', 0.03), worker('a', 0.01), worker('b', 0.02))
+    q = asyncio.Queue(maxsize=2)
+    _, total = await asyncio.gather(producer(q, 10), consumer(q))
+    try:
+        await asyncio.wait_for(asyncio.sleep(10), timeout=0.05)
+        timed_out = False
+    except asyncio.TimeoutError:
+        timed_out = True
+    async with asyncio.TaskGroup() as tg:
+        t1 = tg.create_task(worker('x', 0.01))
+        t2 = tg.create_task(worker('y', 0))
+    return {'gathered': gathered, 'order': list(log), 'total': total, 'timed_out': timed_out,
+            'group': [t1.result(), t2.result()], 'slept': time.monotonic() - t0 >= 0.09}
+result = asyncio.run(main())
+result['imported_before'] = before
+result['again'] = asyncio.run(worker('z', 0))
+`)
+	want := `{"gathered":["C","A","B"],"order":["a","b","c","y","x"],"total":45,"timed_out":true,"group":["X","Y"],"slept":true,"imported_before":false,"again":"Z"}`
+	if !res.Success || string(res.Result) != want {
+		t.Fatalf("result %s, want %s\nstderr %s", res.Result, want, res.Stderr)
+	}
+}
+
+// TestAsyncioCannotOutliveItsDeadline: a task spinning forever, a sleep
+// past the deadline and a future nobody sets all end at the run's deadline
+// as the timeout kill, and the next run is served.
+func TestAsyncioCannotOutliveItsDeadline(t *testing.T) {
+	r := newRig(t, nil)
+	for name, code := range map[string]string{
+		"spin":   "import asyncio\nasync def spin():\n    while True:\n        pass\nasyncio.run(spin())",
+		"sleep":  "import asyncio\nasyncio.run(asyncio.sleep(60))",
+		"future": "import asyncio\nasync def wait():\n    await asyncio.get_running_loop().create_future()\nasyncio.run(wait())",
+	} {
+		_, err := r.run(t, map[string]any{"code": code, "timeout_ms": 300})
+		if err == nil || err.Code != core.CodeTimeout {
+			t.Fatalf("%s: %v, want the timeout kill", name, err)
+		}
+	}
+	if res := r.mustRun(t, "import asyncio\nresult = asyncio.run(asyncio.sleep(0, 'after'))"); string(res.Result) != `"after"` {
+		t.Fatalf("the run after the kills: %s", res.Result)
 	}
 }
