@@ -323,3 +323,24 @@ func TestTheDoorSeesEveryCallOnce(t *testing.T) {
 		t.Fatalf("an id with no route: %v", err)
 	}
 }
+
+// TestAPanicInTheDoorIsAnAnswer: a door stage that panics (telemetry fed a
+// caller's strange trace context, say) is answered with the internal
+// engine error, and the stages outside it still end: admission is
+// released.
+func TestAPanicInTheDoorIsAnAnswer(t *testing.T) {
+	inFlight := 0
+	admit := Admit(func() func() { inFlight++; return func() { inFlight-- } })
+	broken := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (any, error) { panic("trace context") }
+	}
+	r := NewRouter(configsvc.Defaults(), "defaults", nil, nil, DoorStages(admit, broken)...)
+	r.Handle("x::ok", Route{Terminal: func(context.Context, *Call) (any, error) { return 1, nil }})
+	_, err := r.Invoke(context.Background(), "x::ok", nil, nil)
+	if err == nil || err.Error() != "code-runner::engine: internal error while handling x::ok; see the worker logs" {
+		t.Fatalf("a panicking door stage: %v", err)
+	}
+	if inFlight != 0 {
+		t.Fatal("the call stayed admitted after the panic")
+	}
+}

@@ -201,7 +201,9 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 		n.releaseIfUnused(req.FunctionID, owner, nr)
 		return nil, Errorf(CodeEngine, "registration failed: the %s engine cannot host register_function handlers", req.Lang)
 	}
-	dctx, cancel := context.WithTimeout(ctx, RunBudget(0, call.Config))
+	// The definition run's guest calls go through this call's bridge
+	// (RegisterStages), under its configuration.
+	dctx, cancel := context.WithTimeout(WithBridge(ctx, call.Bridge), RunBudget(0, call.Config))
 	defer cancel()
 	err = definer.Define(dctx, Definition{FunctionID: req.FunctionID, Source: req.Source, Description: req.Description,
 		RequestFormat: req.RequestFormat, ResponseFormat: req.ResponseFormat})

@@ -204,8 +204,15 @@ func (r *Router) Invoke(ctx context.Context, functionID string, payload, metadat
 // Serve handles one invocation: the door's stages, then the route's
 // decoder, stages and terminal. An id without a route passes the door and
 // answers ErrFunctionNotFound; every other failure is an *Error (a panic
-// below the door becomes the internal code-runner::engine error).
-func (r *Router) Serve(ctx context.Context, in Inbound) (any, error) {
+// anywhere, the door's own stages included, becomes the internal
+// code-runner::engine error).
+func (r *Router) Serve(ctx context.Context, in Inbound) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.ErrorContext(ctx, "panic in the door while handling a call", "function_id", in.FunctionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			result, err = nil, AsError(fmt.Errorf("panic: %v", p), in.FunctionID)
+		}
+	}()
 	functionID := in.FunctionID
 	t := r.table.Load()
 	route, static := t.routes[functionID]

@@ -104,6 +104,9 @@ func Trace(tel *telemetry.Telemetry) core.Stage {
 			case json.RawMessage:
 				end = append(end, attribute.Int("code_runner.result_bytes", len(r)))
 			case *core.RunResponse:
+				if r == nil {
+					break
+				}
 				result, stdout, stderr, capped := r.Sizes()
 				end = append(end, attribute.Int("code_runner.result_bytes", result), attribute.Int("code_runner.stdout_bytes", stdout),
 					attribute.Int("code_runner.stderr_bytes", stderr), attribute.Bool("code_runner.output_capped", capped),

@@ -88,6 +88,21 @@ func (r *runtime) trigger(m *hostproto.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(parent, time.Duration(r.e.config().MaxTimeoutMS)*time.Millisecond+time.Second)
 	defer cancel()
+	// No host call outlives a kill: the call ends with the host that made
+	// it (a timeout, memory or crash kill) or with the runtime (a
+	// destroyed one-shot, whose recycled host serves another tenant next).
+	host := r.host()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-host.exited:
+		case <-r.gone:
+		case <-stop:
+			return
+		}
+		cancel()
+	}()
 	res, err := b.Trigger(ctx, core.GuestTrigger{FunctionID: a.FunctionID, Payload: a.Payload, Action: a.Action, TimeoutMS: a.TimeoutMS, Deadline: deadline})
 	if err == nil && len(res) == 0 {
 		res = json.RawMessage("null")

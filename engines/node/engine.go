@@ -274,7 +274,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		}
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
-		loan: loan, alive: true, fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
+		loan: loan, alive: true, gone: make(chan struct{}), fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
 	var files *hostproto.FilesConf
 	if filesOn {
 		// The directory is only named here; the host creates it on the
@@ -333,6 +333,7 @@ type runtime struct {
 	mu        sync.Mutex
 	alive     bool
 	destroyed bool
+	gone      chan struct{} // closed by Destroy: the guest calls in flight end
 	nextTask  int64
 	// taskValues holds, per task in flight, its call's values (its trace
 	// context) without its cancellation: the guest calls a task makes
@@ -580,6 +581,7 @@ func (r *runtime) Destroy() []string {
 	}
 	wasAlive := r.alive
 	r.destroyed = true
+	close(r.gone)
 	r.alive = false
 	fns := keys(r.fns)
 	trigs := keys(r.triggers)

@@ -22,7 +22,7 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 	}
 	defer r.releaseTurn()
 	frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": def.Source, "id": def.FunctionID, "namespace": r.namespace})
-	res := r.runTurn(ctx, frame, nil)
+	res := r.runTurn(ctx, frame, core.BridgeFrom(ctx)) // the register call's (nil: the live configuration's)
 	r.afterKill(ctx, res)
 	if res.err != nil {
 		return res.err

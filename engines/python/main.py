@@ -27,6 +27,7 @@ _RuntimeError = RuntimeError
 _OSError = OSError
 _TypeError = TypeError
 _ValueError = ValueError
+_OverflowError = OverflowError
 
 
 _raw = sys.stdin.buffer.raw
@@ -128,8 +129,12 @@ class _III:
 def _sleep(seconds):
     if _isinstance(seconds, bool) or not _isinstance(seconds, (int, float)):
         raise _TypeError("'%s' object cannot be interpreted as an integer" % type(seconds).__name__)
+    if seconds != seconds:
+        raise _ValueError('Invalid value NaN (not a number)')
     if seconds < 0:
         raise _ValueError('sleep length must be non-negative')
+    if seconds > 9.2e18:  # CPython's limit: a time_t of seconds
+        raise _OverflowError('timestamp out of range for platform time_t')
     reply = _host_call({'kind': 'sleep', 'seconds': float(seconds)})
     if not reply.get('ok'):
         raise _OSError(str(reply.get('value')))
@@ -200,6 +205,9 @@ class _AsyncioOnWasi:
 class _AsyncioLoader:
     def __init__(self, real):
         self._real = real
+
+    def __getattr__(self, name):  # get_source, is_package, resource readers
+        return getattr(self._real, name)
 
     def create_module(self, spec):
         return self._real.create_module(spec)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/code-runner-go/code-runner/limits"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -547,10 +548,22 @@ func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, 
 
 // sleep serves time.sleep inside the turn: it ends at the deadline or when
 // the turn ends, whichever is first.
+// maxSleep bounds one guest sleep request; no run lasts that long.
+const maxSleep = 24 * time.Hour
+
 func (r *pyRuntime) sleep(ctx context.Context, ev []byte) []byte {
 	var req guestRequest
-	_ = json.Unmarshal(ev, &req)
-	d := time.Duration(req.Seconds * float64(time.Second))
+	if err := json.Unmarshal(ev, &req); err != nil || math.IsNaN(req.Seconds) || req.Seconds < 0 {
+		// The wrapper refuses these before asking; this is tenant code
+		// speaking the protocol.
+		return replyFrame(false, "invalid sleep length")
+	}
+	// Capped in float before the conversion (a huge value would overflow a
+	// Duration into a negative one); the run's deadline ends it anyway.
+	d := maxSleep
+	if req.Seconds < maxSleep.Seconds() {
+		d = time.Duration(req.Seconds * float64(time.Second))
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
