@@ -1,8 +1,8 @@
 // Package configsvc owns code-runner's configuration model (docs/behaviour.md#configuration-keys):
 // the Config struct and its defaults, the JSON Schema published to the
 // configuration worker, YAML parsing with ${VAR} / ${VAR:default} expansion,
-// validation that reports every problem at once, the live Snapshot store
-// swapped atomically, and the Diff that says per key what changed and what
+// validation that reports every problem at once, the Snapshot (the router
+// holds the live one, core.Router.Live), and the Diff that says per key what changed and what
 // it affects.
 //
 // The schema text in schema.json is the single definition: the defaults, the

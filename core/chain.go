@@ -54,11 +54,3 @@ func (r Route) compile(snap *configsvc.Snapshot) Handler {
 		return h(ctx, call)
 	}
 }
-
-// Serve runs call through r's chain compiled for snap, with call.Config set
-// to snap's configuration (tests and one-off callers; the Router keeps
-// compiled chains).
-func (r Route) Serve(ctx context.Context, snap *configsvc.Snapshot, call *Call) (any, error) {
-	call.Config = &snap.Config
-	return r.compile(snap)(ctx, call)
-}

@@ -240,7 +240,7 @@ func TestRouter(t *testing.T) {
 // Swap returns every route serves the new one. (Before, routes were
 // switched one by one: a call to a route already switched and a call to
 // one not yet switched could be served at the same moment.)
-func TestRouterReconfiguresEveryRouteAtOnce(t *testing.T) {
+func TestASwapMovesEveryRouteAtOnce(t *testing.T) {
 	old := snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 1000 })
 	r := NewRouter(old.Config, "test", nil, nil)
 	next := snapWith(func(c *configsvc.Config) { c.MaxResultBytes = 2000 })

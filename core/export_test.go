@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"sort"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -43,4 +44,12 @@ func (r *Registry) TombstoneCount() int {
 	defer r.mu.Unlock()
 	r.pruneTombsLocked()
 	return len(r.tombs)
+}
+
+// Serve runs call through r's chain compiled for snap, with call.Config set
+// to snap's configuration (only the tests use it; the Router keeps compiled
+// chains).
+func (r Route) Serve(ctx context.Context, snap *configsvc.Snapshot, call *Call) (any, error) {
+	call.Config = &snap.Config
+	return r.compile(snap)(ctx, call)
 }

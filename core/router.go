@@ -49,9 +49,6 @@ type Table struct {
 	base   *Table // the table it was provisioned from (nil: not provisioned)
 }
 
-// Snapshot is the configuration t serves.
-func (t *Table) Snapshot() *configsvc.Snapshot { return t.snap }
-
 type compiledRoute struct {
 	route   Route
 	handler Handler
@@ -178,7 +175,13 @@ func (r *Router) recoverPanics(next Handler) Handler {
 // under the live snapshot. The terminal's error comes back as it returned
 // it (the callback's caller words its own failure); a panic below the door
 // is the internal engine error.
-func (r *Router) ServeCallback(ctx context.Context, in Inbound, terminal Handler, stages ...Stage) (any, error) {
+func (r *Router) ServeCallback(ctx context.Context, in Inbound, terminal Handler, stages ...Stage) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.ErrorContext(ctx, "panic in the door while handling a callback", "function_id", in.FunctionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			result, err = nil, AsError(fmt.Errorf("panic: %v", p), in.FunctionID)
+		}
+	}()
 	t := r.table.Load()
 	call := &Call{FunctionID: in.FunctionID, Payload: in.Payload, Metadata: in.Metadata, Received: time.Now(), Transport: r.transport,
 		Config: &t.snap.Config, Guest: true, Traceparent: in.Traceparent, Baggage: in.Baggage}

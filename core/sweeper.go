@@ -40,7 +40,7 @@ func SweepInterval(cfg *configsvc.Config) time.Duration {
 	return time.Duration(s) * time.Second
 }
 
-// Sweeper reaps idle kept runtimes and node namespace runtimes against
+// Sweeper reaps idle kept runtimes and unpinned namespace runtimes against
 // idle_ttl_secs. Its interval is recomputed every tick, and Commit (or
 // Wake) makes a configuration change take effect at once instead of
 // after the wait begun under the old value.

@@ -26,7 +26,7 @@ const (
 // WorkerFunctionIDs lists the six ids in registration order.
 var WorkerFunctionIDs = []string{FnRun, FnTeardown, FnRegisterFunction, FnInjectGuidance, FnUIContent, FnOnConfigChange}
 
-// Call is one invocation travelling through a Pipeline. The Router fills the
+// Call is one invocation travelling through a route's chain. The Router fills the
 // request fields; stages fill the rest before the terminal handler runs.
 type Call struct {
 	FunctionID string

@@ -118,7 +118,10 @@ func (h *ConfigChanged) validate(next core.Handler) core.Handler {
 	return func(ctx context.Context, call *core.Call) (any, error) {
 		c := call.Request.(*Change)
 		if c.Read == nil {
-			return nil, fmt.Errorf("no configuration source to read")
+			err := fmt.Errorf("no configuration source to read")
+			h.Log.ErrorContext(ctx, "configuration reload failed; the previous configuration stays live", "source", c.Source, "err", err)
+			h.applied(false)
+			return nil, err
 		}
 		cfg, err := c.Read(ctx)
 		if err != nil {

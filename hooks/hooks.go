@@ -6,7 +6,7 @@
 // swaps a hook's stages live with everything else.
 //
 // A new hook is one file here (a function returning a Hook) and one line in
-// the worker's list of hooks (worker.App's hooks).
+// the list of hooks in worker.NewApp.
 package hooks
 
 import "github.com/code-runner-go/code-runner/core"

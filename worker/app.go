@@ -18,9 +18,9 @@ import (
 	"github.com/code-runner-go/code-runner/ui"
 )
 
-// App is code-runner assembled: configuration store, runtime registry,
-// engines, the router with every implemented function's pipeline, and the
-// idle sweeper. Serving and local mode both use it.
+// App is code-runner assembled: runtime registry, the engines it was given,
+// the router (every route's chain and the live configuration), the hooks,
+// and the idle sweeper. Serving and local mode both use it.
 type App struct {
 	Registry   *core.Registry
 	Router     *core.Router

@@ -23,10 +23,10 @@ const (
 )
 
 // handleCall answers one bridge call from the host.
-func (r *runtime) handleCall(m *hostproto.Msg) {
+func (r *runtime) handleCall(p *hostProc, m *hostproto.Msg) {
 	switch m.Op {
 	case "trigger":
-		r.trigger(m)
+		r.trigger(p, m)
 	case "registerFunction":
 		r.reply(m.Call, nil, r.registerFunction(r.callCtx(m.Task), m.Args))
 	case "unregisterFunction":
@@ -64,7 +64,9 @@ func (r *runtime) callCtx(task int64) context.Context {
 	return context.Background() // detached work: no call
 }
 
-func (r *runtime) trigger(m *hostproto.Msg) {
+// trigger makes one guest call for host p (the host that asked: after a
+// restart the runtime's current host may be another).
+func (r *runtime) trigger(p *hostProc, m *hostproto.Msg) {
 	var a triggerArgs
 	parent := r.callCtx(m.Task)
 	// The bridge of the call the task serves (a run's, a handler
@@ -91,7 +93,7 @@ func (r *runtime) trigger(m *hostproto.Msg) {
 	// No host call outlives a kill: the call ends with the host that made
 	// it (a timeout, memory or crash kill) or with the runtime (a
 	// destroyed one-shot, whose recycled host serves another tenant next).
-	host := r.host()
+	host := p
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {

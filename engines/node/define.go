@@ -105,7 +105,7 @@ func (r *runtime) restart(ctx context.Context) error {
 		return core.AsError(err, core.FnRegisterFunction)
 	}
 	p.mu.Lock()
-	p.onCall, p.onLog, p.onExit = r.handleCall, r.detachedLog, r.hostExited
+	p.onCall, p.onLog, p.onExit = func(m *hostproto.Msg) { r.handleCall(p, m) }, r.detachedLog, r.hostExited
 	p.mu.Unlock()
 	if err := p.send(r.bindMsg()); err != nil {
 		p.kill("destroy")

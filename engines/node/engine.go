@@ -45,8 +45,8 @@ type Options struct {
 	Registry *core.Registry
 	// Bus publishes guest registrations; nil keeps them in-process.
 	Bus core.Bus
-	// Transport reaches the bus for guest calls made outside any run (a
-	// guest-registered handler invoked from the bus).
+	// Transport reaches the bus for guest calls no routed call made a
+	// bridge for (detached work, a replay after a restart).
 	Transport core.Transport
 	// Live returns the worker's live configuration (Router.Live; nil: the
 	// defaults, always): pool sizes and the budgets of work no call waits
@@ -291,7 +291,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		r.filesCfg = files
 	}
 	p.mu.Lock()
-	p.onCall = r.handleCall
+	p.onCall = func(m *hostproto.Msg) { r.handleCall(p, m) }
 	p.onLog = r.detachedLog
 	p.onExit = r.hostExited
 	p.mu.Unlock()

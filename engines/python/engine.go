@@ -352,7 +352,7 @@ func (e *Engine) Commit(*configsvc.Snapshot) {
 var _ core.Committer = (*Engine)(nil)
 
 // config is the engine's current configuration (pool size, the bridge of
-// handler invocations, the budget of a replay no call waits for).
+// guest calls no routed call made, the budget of a replay no call waits for).
 func (e *Engine) config() *configsvc.Config { return &e.opts.Live().Config }
 
 // Close stops the pool and every runtime.

@@ -131,10 +131,13 @@ def _sleep(seconds):
         raise _TypeError("'%s' object cannot be interpreted as an integer" % type(seconds).__name__)
     if seconds != seconds:
         raise _ValueError('Invalid value NaN (not a number)')
+    if seconds >= 9223372036.854775808 or seconds <= -9223372036.854775808:
+        # CPython's limit: its clock counts int64 nanoseconds.
+        if _isinstance(seconds, int):
+            raise _OverflowError('timestamp too large to convert to C _PyTime_t')
+        raise _OverflowError('timestamp out of range for platform time_t')
     if seconds < 0:
         raise _ValueError('sleep length must be non-negative')
-    if seconds > 9.2e18:  # CPython's limit: a time_t of seconds
-        raise _OverflowError('timestamp out of range for platform time_t')
     reply = _host_call({'kind': 'sleep', 'seconds': float(seconds)})
     if not reply.get('ok'):
         raise _OSError(str(reply.get('value')))

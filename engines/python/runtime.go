@@ -546,11 +546,11 @@ func (r *pyRuntime) trigger(ctx context.Context, ev []byte, bridge core.Bridge, 
 	return replyFrame(true, res)
 }
 
-// sleep serves time.sleep inside the turn: it ends at the deadline or when
-// the turn ends, whichever is first.
 // maxSleep bounds one guest sleep request; no run lasts that long.
 const maxSleep = 24 * time.Hour
 
+// sleep serves time.sleep inside the turn: it ends at the deadline or when
+// the turn ends, whichever is first.
 func (r *pyRuntime) sleep(ctx context.Context, ev []byte) []byte {
 	var req guestRequest
 	if err := json.Unmarshal(ev, &req); err != nil || math.IsNaN(req.Seconds) || req.Seconds < 0 {

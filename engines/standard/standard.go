@@ -12,8 +12,9 @@ import (
 	"github.com/code-runner-go/code-runner/engines/python"
 )
 
-// Options are the engines' own options (the worker's flags and tests set
-// them).
+// Options are the engines' own options. The binary runs with the zero
+// value (each engine's defaults); tests point the node host at the test
+// binary and share one python compilation cache.
 type Options struct {
 	// NodeHost is the isolate-host argv (default: this executable);
 	// NodeEnv the host's whole environment.

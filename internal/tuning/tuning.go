@@ -1,7 +1,8 @@
 // Package tuning holds the worker's process knobs: the settings of the Go
 // runtime and of the engines' waiting that trade CPU for latency. Each has
 // one switch and a measured price (the figures and their commands are in
-// docs/architecture.md, "Decisions: the process", and docs/benchmarks.md):
+// docs/architecture.md, "Decisions: the process" and "Decisions: the node
+// engine", and docs/benchmarks.md):
 //
 //	knob                         switch                               price
 //	Governor (one P per call)    GOMAXPROCS in the environment: off   a stop-the-world on each raise
