@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -113,6 +114,19 @@ type Bridge interface {
 // Langs returns the languages of engines, sorted: the values a request's
 // `lang` may take.
 func Langs(engines map[Lang]Engine) []Lang { return slices.Sorted(maps.Keys(engines)) }
+
+// langList is the sorted languages of an engine map, computed on first use:
+// a worker's engines never change once it is built, and every decoded
+// request asks.
+type langList struct {
+	once  sync.Once
+	langs []Lang
+}
+
+func (l *langList) of(engines map[Lang]Engine) []Lang {
+	l.once.Do(func() { l.langs = Langs(engines) })
+	return l.langs
+}
 
 // Unavailability is implemented by an engine with its own words for "cannot
 // serve now": Unavailable returns the answer for cause (what Available

@@ -64,13 +64,14 @@ type Namespaces struct {
 	// namespace never spans two workers (nil: every namespace is here).
 	Locate NamespaceLocator
 
-	mu   sync.Mutex
-	live map[nsKey]*nsRuntime
+	mu    sync.Mutex
+	live  map[nsKey]*nsRuntime
+	langs langList
 }
 
 // DecodeRegisterCall is the Decoder of the register_function route.
 func (n *Namespaces) DecodeRegisterCall(call *Call) error {
-	req, err := DecodeRegister(call.Payload, Langs(n.Engines))
+	req, err := DecodeRegister(call.Payload, n.langs.of(n.Engines))
 	if err != nil {
 		return err
 	}

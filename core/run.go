@@ -16,8 +16,9 @@ import (
 // lifecycle of docs/behaviour.md#run-lifecycle.
 type RunService struct {
 	Registry *Registry
-	Engines  map[Lang]Engine
-	Log      *slog.Logger
+	// Engines must not change once the service serves.
+	Engines map[Lang]Engine
+	Log     *slog.Logger
 	// Forward, when set, reaches other workers: a call on the shared run
 	// or teardown id for a runtime another worker minted goes there
 	// (route.go). Nil: every runtime id is this worker's.
@@ -30,11 +31,13 @@ type RunService struct {
 	// Spread, when set, names the other workers a new run goes to when
 	// this one has no free slot (route.go); nil: capacity is answered here.
 	Spread Spreader
+
+	langs langList
 }
 
 // DecodeRunCall is the Decoder of the run route.
 func (s *RunService) DecodeRunCall(call *Call) error {
-	req, err := DecodeRun(call.Payload, Langs(s.Engines))
+	req, err := DecodeRun(call.Payload, s.langs.of(s.Engines))
 	if err != nil {
 		return err
 	}
@@ -72,7 +75,7 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 		return s.runKept(ctx, call, req, k)
 	}
 	if req.Lang == "" {
-		return nil, Errorf(CodeInvalidRequest, "`lang` is required when there is no `runtime_id`: %s", langField(Langs(s.Engines)).expected())
+		return nil, Errorf(CodeInvalidRequest, "`lang` is required when there is no `runtime_id`: %s", langField(s.langs.of(s.Engines)).expected())
 	}
 	if req.Keep {
 		noteCall(ctx, req.Lang, ModeKept)

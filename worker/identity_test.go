@@ -61,8 +61,7 @@ func TestASecondWorkerUnderALiveWorkersNameIsRefused(t *testing.T) {
 func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
 		e := engineMode(t, refusing)
-		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
-		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+		a, b := startPair(t, e)
 		holder := func() string { return sharedHolder(t, e) }
 		// 0.22: the last to register holds the ids; 0.23: the first.
 		first, leaving, staying := "cr-b", b, "cr-a"
@@ -271,8 +270,7 @@ func sharedHolder(t *testing.T, e *iiitest.Engine) string {
 func TestAGroupBindsTheHookAndTheConsoleOnce(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
 		e := engineMode(t, refusing)
-		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
-		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+		a, b := startPair(t, e)
 		ctx := ctxT(t)
 		once := func() bool {
 			return len(e.Harness.Bindings()) == 1 && len(e.Bindings("console:script")) == 1 && len(e.Bindings("console:style")) == 1
@@ -320,8 +318,7 @@ func leavingID(t *testing.T, e *iiitest.Engine, name string) string {
 func TestAGroupSharesOneConfigurationAndSpreadsNewRuntimes(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
 		e := engineMode(t, refusing)
-		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
-		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+		a, b := startPair(t, e)
 		ctx := ctxT(t)
 		holder, other := "cr-b", "cr-a"
 		if refusing {
@@ -512,4 +509,13 @@ func TestTheTakeoverFollowsTheEnginesWorkerEvents(t *testing.T) {
 			t.Fatalf("refusing=%v: the departed holder's runtime answered %+v, want expired", refusing, eb)
 		}
 	}
+}
+
+// startPair starts two workers, cr-a then cr-b, on e, each checking the
+// shared ids every 200 ms (so a takeover needs no engine event).
+func startPair(t *testing.T, e *iiitest.Engine) (a, b *served) {
+	t.Helper()
+	a = startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
+	b = startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+	return a, b
 }
