@@ -186,6 +186,9 @@ static unsigned int _Py_code_runner_clock __attribute__((unused));
 #endif // ndef Py_EMSCRIPTEN_SIGNAL_H
 HEADER
 
+# The shadow stack's pointer is exported (LDFLAGS below): a reset rewinds
+# the interpreter to its snapshot — memory, the wasm call stack and this
+# one mutable global — and wasm offers no other way to read or set it.
 echo "configuring CPython for wasm32-wasi (a few minutes)"
 mkdir -p "$WORK/python/builddir/wasi"
 cd "$WORK/python/builddir/wasi"
@@ -196,6 +199,7 @@ CONFIG_SITE=../../Tools/wasm/config.site-wasm32-wasi \
 	BZIP2_CFLAGS="-I$PREFIX/include" BZIP2_LIBS="-L$PREFIX/lib -lbz2" \
 	LIBLZMA_CFLAGS="-I$PREFIX/include" LIBLZMA_LIBS="-L$PREFIX/lib -llzma" \
 	LIBSQLITE3_CFLAGS="-I$PREFIX/include" LIBSQLITE3_LIBS="-L$PREFIX/lib -lsqlite3 -lwasi-emulated-mman -lwasi-emulated-getpid" \
+	LDFLAGS="-Wl,--export=__stack_pointer" \
 	../../configure -C --quiet --host=wasm32-unknown-wasi --build="$(../../config.guess)" \
 	--with-build-python=/usr/bin/python3.11 --disable-test-modules >"$WORK/configure.log" 2>&1 ||
 	{ tail -30 "$WORK/configure.log" >&2; exit 1; }
@@ -207,6 +211,28 @@ echo "compiling CPython"
 # 16 rejects 3.11.2's clockid_t constants without -Wno-int-conversion.
 make -s -j"$JOBS" OPT="-DNDEBUG -fwrapv -O2 -Wall -Wno-int-conversion" python.wasm pybuilddir.txt >"$WORK/make.log" 2>&1 ||
 	{ grep -B2 -A3 "error" "$WORK/make.log" | tail -40 >&2; exit 1; }
+
+/usr/bin/python3.11 - python.wasm <<'PY' || { echo "error: python.wasm does not export __stack_pointer" >&2; exit 1; }
+import sys
+d = open(sys.argv[1], "rb").read()
+def leb(p):
+    r = s = 0
+    while True:
+        b = d[p]; p += 1; r |= (b & 0x7F) << s; s += 7
+        if b < 0x80:
+            return r, p
+p = 8
+while p < len(d):
+    sid = d[p]; size, q = leb(p + 1); end = q + size
+    if sid == 7:
+        n, q = leb(q)
+        for _ in range(n):
+            ln, q = leb(q); name = d[q:q + ln]; q += ln; kind = d[q]; _, q = leb(q + 1)
+            if name == b"__stack_pointer" and kind == 3:
+                sys.exit(0)
+    p = end
+sys.exit(1)
+PY
 
 echo "packing the standard library"
 STAGE=$WORK/stdlib

@@ -108,6 +108,11 @@ type Engine struct {
 type wasmRuntime struct {
 	rt  wazero.Runtime
 	mod wazero.CompiledModule
+	// globals names the module's exported mutable globals, which a reset
+	// restores; unexported counts those it cannot (any makes snapshots
+	// refuse: an interpreter is then never recycled).
+	globals    []string
+	unexported int
 }
 
 // busy marks the start of CPU-heavy background work (Options.Busy); call
@@ -187,6 +192,7 @@ func (e *Engine) boot() {
 		if wasm, err = pywasm.Wasm(); err == nil {
 			e.stdlib, err = pywasm.Stdlib()
 		}
+
 		if err != nil {
 			e.err = err
 			e.log.Error("python engine failed to start; serving node only", "err", err)
@@ -257,6 +263,10 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare python.wasm: %w", err)
 	}
+	globals, unexported, err := wasmloops.MutableGlobals(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("read python.wasm's globals: %w", err)
+	}
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(false).
 		WithDebugInfoEnabled(false). // kills in ~0.1 ms instead of seconds
@@ -274,7 +284,7 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("compile python.wasm: %w", err)
 	}
-	e.wr = &wasmRuntime{rt: rt, mod: mod}
+	e.wr = &wasmRuntime{rt: rt, mod: mod, globals: globals, unexported: unexported}
 	e.wasm = nil // compiled once; the 8 MB copy of the embedded bytes is not needed again
 	return e.wr, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
@@ -52,14 +53,15 @@ type interp struct {
 	work     *budget // /work's budget, admitted write by write
 	out      *budget // /out's
 	over     chan *budget
-	open     openFiles  // files the guest has open under /work and /out
-	gate     hostGate   // every host call's kill check (hostcalls.go)
-	files    fileLimit  // files open across the mounts
-	mounts   []string   // the preopens' guest paths, in descriptor order from 3
-	mod      api.Module // the instance, once snapshotted (fdtable.go)
-	fds      []fdEntry  // its descriptor table at the snapshot
-	mem      memorySlot // the instance's linear memory, once allocated
-	memCap   uint64     // linear memory cap, bytes
+	open     openFiles    // files the guest has open under /work and /out
+	gate     hostGate     // every host call's kill check (hostcalls.go)
+	files    fileLimit    // files open across the mounts
+	mounts   []string     // the preopens' guest paths, in descriptor order from 3
+	mod      api.Module   // the instance, once snapshotted (fdtable.go)
+	fds      []fdEntry    // its descriptor table at the snapshot
+	mem      memorySlot   // the instance's linear memory, once allocated
+	memCap   uint64       // linear memory cap, bytes
+	globals  *globalState // its mutable globals at the snapshot (rewind.go)
 	// pingFrame is the health check sent after a reset: it carries the
 	// identity of each writable mount's directory (see pingFrameFor).
 	pingFrame []byte
@@ -141,7 +143,7 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	e.live[ip] = true
 	e.mu.Unlock()
 	go func() {
-		mod, err := wr.rt.InstantiateModule(withLinearMemory(runCtx, &ip.mem, ip.memCap), wr.mod, cfg)
+		mod, err := wr.rt.InstantiateModule(withRewind(withLinearMemory(runCtx, &ip.mem, ip.memCap), ip.stdin), wr.mod, cfg)
 		// wazero closes the instance itself only when _start fails; a
 		// wrapper that ends normally (EOF on stdin after a kill) returns it
 		// open, with its memory, its files and its directory descriptors.
@@ -288,16 +290,26 @@ func (ip *interp) firstOver() *budget {
 // unwatched, after its turn was answered.
 type stdinQueue struct {
 	mu      sync.Mutex
-	cond    *sync.Cond
+	cond    *sync.Cond // the guest waits on it
 	buf     []byte
 	closed  bool
 	waiting bool          // the guest is blocked reading and buf is empty
 	idle    chan struct{} // a wake-up each time the guest starts waiting
+
+	// Rewinding (rewind.go): the host hands the parked guest work to do on
+	// its own goroutine, inside its read.
+	exec   atomic.Pointer[execHandle] // the instance's snapshotter, from the tick
+	stack  experimental.Snapshot      // the wasm call stack of the parked read, once captured
+	rearm  bool                       // capture the stack at the next read (after a rewind)
+	job    func()                     // run by the guest in its read, then it parks again
+	parks  uint64                     // how many times the guest started waiting
+	parked *sync.Cond                 // the host waits on it for the guest to park
 }
 
 func newStdinQueue() *stdinQueue {
 	q := &stdinQueue{idle: make(chan struct{}, 1)}
 	q.cond = sync.NewCond(&q.mu)
+	q.parked = sync.NewCond(&q.mu)
 	return q
 }
 
@@ -310,8 +322,22 @@ func newStdinQueue() *stdinQueue {
 func (q *stdinQueue) Read(p []byte) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.rearm {
+		// The first read after a rewind: the call the rewind returned
+		// into, retried. Its stack is the next rewind's (a snapshot is
+		// spent by its restore).
+		q.rearm = false
+		q.stack = q.exec.Load().snap.Snapshot()
+	}
 	for len(q.buf) == 0 && !q.closed {
+		if job := q.job; job != nil {
+			q.job = nil
+			job() // may not return: a rewind leaves this read for its snapshot
+			continue
+		}
 		q.waiting = true
+		q.parks++
+		q.parked.Broadcast()
 		select {
 		case q.idle <- struct{}{}:
 		default:
@@ -349,6 +375,7 @@ func (q *stdinQueue) close() {
 	q.closed = true
 	q.buf = nil
 	q.cond.Broadcast()
+	q.parked.Broadcast()
 	q.mu.Unlock()
 }
 
@@ -446,11 +473,30 @@ func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
 	if lm == nil {
 		return fmt.Errorf("%w: no linear memory of ours", errNotSnapshottable)
 	}
-	ip.open.keepOpen()
-	if err := ip.stdin.whileParked(ip.snapshotFDs); err != nil {
-		return fmt.Errorf("%w: %v", errNotSnapshottable, err)
+	if ip.wr.unexported > 0 {
+		return fmt.Errorf("%w: python.wasm has %d mutable globals it does not export (build it with deps/cpython/build.sh)", errNotSnapshottable, ip.wr.unexported)
 	}
-	if err := lm.snapshot(); err != nil {
+	ip.open.keepOpen()
+	// Everything with the guest held in its read, as reset restores it:
+	// descriptors, the wasm stack of the read (rewind.go), the globals and
+	// memory.
+	if err := ip.stdin.whileParked(func() error {
+		if err := ip.snapshotFDs(); err != nil {
+			return err
+		}
+		if err := ip.stdin.captureStackLocked(); err != nil {
+			return err
+		}
+		gs, err := captureGlobals(ip.stdin.exec.Load().mod, ip.wr.globals)
+		if err != nil {
+			return err
+		}
+		ip.globals = gs
+		return lm.snapshot()
+	}); err != nil {
+		if ip.dead() {
+			return err
+		}
 		return fmt.Errorf("%w: %v", errNotSnapshottable, err)
 	}
 	return nil
@@ -501,11 +547,28 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	// Both restores run with the guest held in its stdin read: a kill
 	// meanwhile (the engine closing, say) waits for them instead of closing
 	// the module's table and memory underneath.
+	if ip.globals == nil {
+		return errors.New("interpreter has no snapshot of its globals")
+	}
+	// A guest that does not park again after the rewind is killed, which
+	// ends the wait (it cannot: nothing but the wrapper's retried read runs).
+	stuck := time.AfterFunc(2*time.Second, ip.kill)
+	defer stuck.Stop()
 	if err := ip.stdin.whileParked(func() error {
 		if err := ip.restoreFDs(); err != nil {
 			return err
 		}
-		return lm.restore(pagemapFD)
+		if err := lm.restore(pagemapFD); err != nil {
+			return err
+		}
+		ip.globals.restore()
+		// Whatever the tenant printed and the turn did not read — queued
+		// events, a half-written event line — goes with it.
+		ip.stdout.discard()
+		for len(ip.events) > 0 {
+			<-ip.events
+		}
+		return ip.stdin.rewindLocked()
 	}); err != nil {
 		return err
 	}

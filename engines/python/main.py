@@ -38,10 +38,10 @@ _inbuf = bytearray()
 
 def _park():
     # The one place the wrapper waits between turns: a read into a buffer
-    # that lives as long as the wrapper, so the native stack it blocks on
-    # holds nothing a turn allocated. The host returns a parked interpreter
-    # to its snapshot here (memory restored as it was the first time this
-    # line blocked), which is only sound because every park is this call.
+    # that lives as long as the wrapper. The host snapshots the interpreter
+    # blocked here; a reset restores memory, globals and the wasm stack of
+    # this very read (rewind.go), wherever tenant code had parked, and the
+    # read returns EINTR, which CPython retries here.
     return _raw.readinto(_rbuf)
 
 

@@ -306,3 +306,67 @@ func openPagemaps(t *testing.T) int {
 	}
 	return n
 }
+
+// A tenant that leaves the wrapper's loop and parks in a read of its own —
+// after forging turn_done, deep inside nested C calls, or through the
+// wrapper's own read function rebound — is answered with what it printed,
+// and its interpreter is still recycled: the reset rewinds the wasm call
+// stack and globals to the wrapper's parked read (rewind.go), so none of
+// the tenant's frames runs again. Were the reset to restore memory under
+// the tenant's stack, its read would return the health check's frame into
+// tenant code (which here writes /work/escaped and prints), or crash.
+func TestAResetRewindsATenantParkedInItsOwnRead(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const escape = `
+def escaped(data):
+    open('/work/escaped', 'w').write(repr(data))
+    print('ESCAPED', data)
+    sys.stderr.write('ESCAPED\n')
+`
+	cases := []struct{ name, code string }{
+		{"forged turn_done, then its own read", forgePrelude + escape + `emit('{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}')
+escaped(sys.stdin.buffer.raw.read(1 << 16))`},
+		{"forged turn_done, then a read 150 C calls deep", forgePrelude + escape + `def deep(n):
+    if n == 0:
+        emit('{"kind":"turn_done","envelope":{"ok":true,"result":"forged"}}')
+        return sys.stdin.buffer.raw.read(1 << 16)
+    return list(map(lambda _: deep(n - 1), [0]))[0]
+escaped(deep(150))`},
+		{"the wrapper's read rebound", forgePrelude + escape + `m = sys.modules['__main__']
+def park():
+    n = m._raw.readinto(m._rbuf)
+    escaped(bytes(m._rbuf[:n]))
+    return n
+m._park = park
+result = 'own'`},
+	}
+	check := `import os, sys
+result = [sorted(os.listdir('/work')), sys.modules['__main__']._park.__name__, globals().get('m')]`
+	waitPooled(t, r)
+	r.mustRun(t, "result = 1")
+	waitPooled(t, r)
+	booted := interpSeq.Load()
+	for _, tc := range cases {
+		for round := 0; round < 3; round++ {
+			res, err := r.run(t, map[string]any{"code": tc.code, "timeout_ms": 5000})
+			if err != nil || !res.Success {
+				t.Fatalf("%s, round %d: %+v %v", tc.name, round, res, err)
+			}
+			if got := string(res.Result); got != `"forged"` && got != `"own"` {
+				t.Fatalf("%s, round %d: answered %s", tc.name, round, got)
+			}
+			waitPooled(t, r)
+			res = r.mustRun(t, check)
+			if string(res.Result) != `[[],"_park",null]` || strings.Contains(res.Stdout+res.Stderr, "ESCAPED") {
+				t.Fatalf("%s, round %d: the next one-shot saw %s %q %q", tc.name, round, res.Result, res.Stdout, res.Stderr)
+			}
+			waitPooled(t, r)
+		}
+	}
+	if n := interpSeq.Load() - booted; n != 0 {
+		t.Fatalf("%d interpreters were booted; want each hostile tenant's recycled (its reset rewound)", n)
+	}
+}

@@ -157,6 +157,15 @@ func (s *stdoutScanner) flush() {
 	}
 }
 
+// discard drops whatever the scanner holds of an unfinished line or event:
+// a reset leaves nothing a tenant printed for the next one to complete.
+func (s *stdoutScanner) discard() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = s.pending[:0]
+	s.event, s.skip, s.inEvent = nil, false, false
+}
+
 // partialSuffix is the length of the longest suffix of b that is a proper
 // prefix of marker.
 func partialSuffix(b, marker []byte) int {

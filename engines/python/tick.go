@@ -34,6 +34,7 @@ func instantiateTick(ctx context.Context, rt wazero.Runtime) error {
 	_, err := rt.NewHostModuleBuilder(tickModule).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, _ []uint64) {
+			adoptExec(ctx, mod) // the instance's snapshotter, for its resets (rewind.go)
 			if ctx.Err() != nil {
 				_ = mod.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
 				panic(sys.NewExitError(sys.ExitCodeContextCanceled))

@@ -23,12 +23,19 @@ import (
 const (
 	secImport = 2
 	secGlobal = 6
+	secExport = 7
 	secCode   = 10
 )
 
+// CountdownExport is the name the rewritten module exports its countdown
+// global under, so a host that returns an instance to an earlier state
+// (a snapshot) can read and restore it like any other mutable global.
+const CountdownExport = "wasmloops_countdown"
+
 // Instrument returns a copy of wasm in which every loop calls the function
 // imported as module.name (of type [] → []) once every interval iterations,
-// counting across all loops of the instance. The original is not modified.
+// counting across all loops of the instance in a new mutable global,
+// exported as CountdownExport. The original is not modified.
 func Instrument(wasm []byte, module, name string, interval int32) ([]byte, error) {
 	if interval < 1 {
 		return nil, fmt.Errorf("wasmloops: interval %d is not positive", interval)
@@ -45,6 +52,7 @@ func Instrument(wasm []byte, module, name string, interval int32) ([]byte, error
 		target         = int64(-1)
 		definedGlobals uint32
 		haveGlobal     bool
+		haveExport     bool
 	)
 	for _, s := range secs {
 		switch s.id {
@@ -59,6 +67,8 @@ func Instrument(wasm []byte, module, name string, interval int32) ([]byte, error
 			if definedGlobals, err = r.u32(); err != nil {
 				return nil, fmt.Errorf("wasmloops: global section: %w", err)
 			}
+		case secExport:
+			haveExport = true
 		}
 	}
 	if target < 0 {
@@ -72,11 +82,17 @@ func Instrument(wasm []byte, module, name string, interval int32) ([]byte, error
 	newGlobal := []byte{0x7F, 0x01, 0x41}
 	newGlobal = appendS32(newGlobal, interval)
 	newGlobal = append(newGlobal, 0x0B)
-	wroteGlobal := false
+	export := append(append(appendU32(nil, uint32(len(CountdownExport))), CountdownExport...), 0x03)
+	export = appendU32(export, counter)
+	wroteGlobal, wroteExport := false, false
 	for _, s := range secs {
 		if !haveGlobal && !wroteGlobal && s.id != 0 && order(s.id) > order(secGlobal) {
 			writeSection(out, secGlobal, append(appendU32(nil, 1), newGlobal...))
 			wroteGlobal = true
+		}
+		if !haveExport && !wroteExport && s.id != 0 && order(s.id) > order(secExport) {
+			writeSection(out, secExport, append(appendU32(nil, 1), export...))
+			wroteExport = true
 		}
 		switch s.id {
 		case secGlobal:
@@ -87,6 +103,17 @@ func Instrument(wasm []byte, module, name string, interval int32) ([]byte, error
 			body = append(body, newGlobal...)
 			writeSection(out, secGlobal, body)
 			wroteGlobal = true
+		case secExport:
+			r := reader{b: s.body}
+			n, err := r.u32()
+			if err != nil {
+				return nil, fmt.Errorf("wasmloops: export section: %w", err)
+			}
+			body := appendU32(nil, n+1)
+			body = append(body, s.body[r.i:]...)
+			body = append(body, export...)
+			writeSection(out, secExport, body)
+			wroteExport = true
 		case secCode:
 			body, err := rewriteCode(s.body, check)
 			if err != nil {
@@ -100,7 +127,80 @@ func Instrument(wasm []byte, module, name string, interval int32) ([]byte, error
 	if !wroteGlobal {
 		writeSection(out, secGlobal, append(appendU32(nil, 1), newGlobal...))
 	}
+	if !wroteExport {
+		writeSection(out, secExport, append(appendU32(nil, 1), export...))
+	}
 	return out.Bytes(), nil
+}
+
+// MutableGlobals lists the export names of the module's own mutable
+// globals and counts those it does not export. A host can read and set
+// only exported globals, so an instance whose state must be restored
+// whole needs unexported == 0. Imported globals belong to their exporter
+// and are not counted.
+func MutableGlobals(wasm []byte) (exported []string, unexported int, err error) {
+	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
+		return nil, 0, errors.New("wasmloops: not a WebAssembly binary")
+	}
+	secs, err := sections(wasm[8:])
+	if err != nil {
+		return nil, 0, err
+	}
+	var imported uint32
+	mutable := map[uint32]bool{} // index → exported yet
+	for _, s := range secs {
+		switch s.id {
+		case secImport:
+			if imported, _, err = readImports(s.body, "", ""); err != nil {
+				return nil, 0, err
+			}
+		case secGlobal:
+			r := reader{b: s.body}
+			n, err := r.u32()
+			if err != nil {
+				return nil, 0, fmt.Errorf("wasmloops: global section: %w", err)
+			}
+			for k := uint32(0); k < n; k++ {
+				if _, err := r.byte(); err != nil { // value type
+					return nil, 0, err
+				}
+				mut, err := r.byte()
+				if err != nil {
+					return nil, 0, err
+				}
+				if mut == 1 {
+					mutable[imported+k] = false
+				}
+				if err := r.constExpr(); err != nil {
+					return nil, 0, fmt.Errorf("wasmloops: global %d: %w", k, err)
+				}
+			}
+		case secExport:
+			r := reader{b: s.body}
+			n, err := r.u32()
+			if err != nil {
+				return nil, 0, fmt.Errorf("wasmloops: export section: %w", err)
+			}
+			for k := uint32(0); k < n; k++ {
+				name, err1 := r.name()
+				kind, err2 := r.byte()
+				idx, err3 := r.u32()
+				if err := errors.Join(err1, err2, err3); err != nil {
+					return nil, 0, fmt.Errorf("wasmloops: export %d: %w", k, err)
+				}
+				if _, ok := mutable[idx]; ok && kind == 0x03 {
+					exported = append(exported, name)
+					mutable[idx] = true
+				}
+			}
+		}
+	}
+	for _, done := range mutable {
+		if !done {
+			unexported++
+		}
+	}
+	return exported, unexported, nil
 }
 
 // checkCode is the instruction sequence put at the top of every loop body:
@@ -364,6 +464,22 @@ func (r *reader) limits() error {
 		return r.skipLEB(10)
 	}
 	return nil
+}
+
+// constExpr skips a constant expression up to and including its end.
+func (r *reader) constExpr() error {
+	for {
+		op, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if op == 0x0B {
+			return nil
+		}
+		if err := r.immediates(op); err != nil {
+			return err
+		}
+	}
 }
 
 // blockType skips a block type: empty (0x40), a value type, or a type index.

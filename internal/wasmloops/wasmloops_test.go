@@ -152,3 +152,78 @@ func TestRefusals(t *testing.T) {
 		t.Fatal("a truncated body was accepted")
 	}
 }
+
+// The countdown is exported, so a host restoring an instance can read and
+// set it; MutableGlobals finds it and counts the module's own unexported
+// mutable global.
+func TestTheCountdownIsAnExportedGlobal(t *testing.T) {
+	ctx := context.Background()
+	for _, withGlobal := range []bool{false, true} {
+		rt := wazero.NewRuntime(ctx)
+		if _, err := rt.NewHostModuleBuilder("code_runner").NewFunctionBuilder().
+			WithGoFunction(api.GoFunc(func(context.Context, []uint64) {}), nil, nil).
+			Export("tick").Instantiate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wasm, err := Instrument(spinModule(withGlobal), "code_runner", "tick", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, unexported, err := MutableGlobals(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantUnexported := 0
+		if withGlobal {
+			wantUnexported = 1
+		}
+		if len(names) != 1 || names[0] != CountdownExport || unexported != wantUnexported {
+			t.Fatalf("with a global of its own %v: MutableGlobals = %v, %d unexported; want [%s], %d", withGlobal, names, unexported, CountdownExport, wantUnexported)
+		}
+		mod, err := rt.Instantiate(ctx, wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, ok := mod.ExportedGlobal(CountdownExport).(api.MutableGlobal)
+		if !ok {
+			t.Fatal("the countdown is not an exported mutable global")
+		}
+		if _, err := mod.ExportedFunction("spin").Call(ctx, 30); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Get(); got != 70 {
+			t.Fatalf("countdown after 30 loop headers = %d, want 70", got)
+		}
+		g.Set(100)
+		if _, err := mod.ExportedFunction("spin").Call(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Get(); got != 95 {
+			t.Fatalf("countdown set to 100, then 5 loop headers = %d, want 95", got)
+		}
+		rt.Close(ctx)
+	}
+	// A module without an export section gains one.
+	types := sec(1, vec([]byte{0x60, 0x00, 0x00}))
+	imports := sec(2, vec(append(append(str("code_runner"), str("tick")...), 0x00, 0x00)))
+	funcs := sec(3, vec([]byte{0}))
+	code := sec(10, vec(body([]byte{0x00}, 0x0B)))
+	wasm, err := Instrument(module(types, imports, funcs, code), "code_runner", "tick", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	if _, err := rt.NewHostModuleBuilder("code_runner").NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(context.Context, []uint64) {}), nil, nil).
+		Export("tick").Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.Instantiate(ctx, wasm)
+	if err != nil {
+		t.Fatalf("the module with a new export section does not validate: %v", err)
+	}
+	if g := mod.ExportedGlobal(CountdownExport); g == nil || g.Get() != 7 {
+		t.Fatalf("countdown of a module that exported nothing: %v", g)
+	}
+}
