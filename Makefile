@@ -10,13 +10,15 @@ BIN          := bin/code-runner
 LDFLAGS      := -X github.com/code-runner-go/code-runner/internal/buildinfo.Version=$(VERSION)
 WASM_DIR     := engines/python/pywasm/assets
 WASM_DST     := $(WASM_DIR)/python.wasm
+PKGS_DST     := $(WASM_DIR)/pkgs.zip
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
 .PHONY: all deps go-deps npm-deps wasm chromium build ui ui-test test go-test e2e vet bench soak clean
 
 all: build
 
-## deps: everything external — Go modules, python.wasm and its standard library
+## deps: everything external — Go modules, python.wasm, its standard library and
+## the pure-Python package bundle
 ## (CPython built for WASI from pinned, sha256-checked Debian sources; cached),
 ## npm packages (from lock files), and Debian's Chromium for the browser test.
 deps: go-deps npm-deps wasm chromium
@@ -49,7 +51,7 @@ chromium:
 		echo "installing Debian's chromium for the UI browser test"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-wasm: $(WASM_DST)
+wasm: $(WASM_DST) $(PKGS_DST)
 
 # CPython 3.11.2 for wasm32-wasi at -O2, with zlib, bzip2 and SQLite, built
 # by deps/cpython/build.sh from Debian's sources (sha256-pinned) with
@@ -58,6 +60,12 @@ wasm: $(WASM_DST)
 # under ~/.cache/code-runner, so later runs only copy it.
 $(WASM_DST): deps/cpython/build.sh
 	deps/cpython/build.sh $(WASM_DIR)
+
+# The pure-Python packages every interpreter can import (sympy, networkx,
+# yaml, jinja2, ...): Debian 12's .debs, each pinned by sha256, unpacked and
+# compiled to .pyc by deps/pypkgs/build.sh (~30 s once, then cached).
+$(PKGS_DST): deps/pypkgs/build.sh
+	deps/pypkgs/build.sh $(WASM_DIR)
 
 ## build: ./bin/code-runner with the release version stamped in. It installs
 ## only what building needs (Go modules and the python.wasm build); the test
@@ -118,4 +126,4 @@ soak: go-deps wasm
 	$(GO) test -tags soak -run '^TestSoak(Group)?$$' -v -count=1 -timeout 25m ./worker/
 
 clean:
-	rm -rf bin e2e/node_modules ui/node_modules bench/peers/node_modules ui/browser/out $(WASM_DST) $(WASM_DIR)/stdlib.zip $(WASM_DIR)/SHA256SUMS
+	rm -rf bin e2e/node_modules ui/node_modules bench/peers/node_modules ui/browser/out $(WASM_DST) $(WASM_DIR)/stdlib.zip $(WASM_DIR)/SHA256SUMS $(PKGS_DST) $(WASM_DIR)/SHA256SUMS.pkgs

@@ -10,17 +10,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
 	"github.com/code-runner-go/code-runner/internal/procfs"
@@ -241,6 +244,21 @@ func BenchmarkAgainstPeers(b *testing.B) {
 		}
 	}
 
+	// The bundled libraries, cold: a one-shot that imports them (each on an
+	// interpreter that has imported nothing) beside a fresh /usr/bin/python3
+	// process importing the same files (the bundle's site-packages, its
+	// .pyc included). The peer's Pyodide has no such packages offline.
+	if site := bundleSitePackages(b); site != "" {
+		for _, w := range libraryWorkloads {
+			o := median3(func() {
+				if _, err := call("code-runner::run", map[string]any{"lang": "python", "code": w.code, "timeout_ms": 60000}); err != nil {
+					b.Fatal(err)
+				}
+			})
+			t.addBaseline("python-"+w.name+"-oneshot-ms", "python one-shot "+w.name+", ms vs a fresh "+systemPython+" process", msf(o), systemPythonProcess(b, site, w.code))
+		}
+	}
+
 	// Memory per kept runtime and after teardown (ours; the peer has no
 	// per-caller runtimes to compare).
 	before := procfs.TreeRSSKB(ours.pid())
@@ -351,6 +369,48 @@ func median3(fn func()) time.Duration {
 	s := benchutil.Time(3, fn)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[1]
+}
+
+// libraryWorkloads use the bundled packages; each sets result.
+var libraryWorkloads = []struct{ name, code string }{
+	{"import-sympy", "import sympy\nresult = 1"},
+	{"import-networkx", "import networkx\nresult = 1"},
+	{"yaml+jinja2", "import yaml, jinja2\nd = yaml.safe_load('title: Report\\nitems: [a, b, c]')\nresult = jinja2.Environment(autoescape=True).from_string('<h1>{{ title }}</h1>{% for i in items %}<li>{{ i }}</li>{% endfor %}').render(**d)"},
+}
+
+// bundleSitePackages writes the embedded package bundle's site-packages to
+// a temporary directory for /usr/bin/python3 ("" when either is missing).
+func bundleSitePackages(b *testing.B) string {
+	if _, err := os.Stat(systemPython); err != nil {
+		return ""
+	}
+	pkgs, err := pywasm.Packages()
+	if err != nil {
+		b.Logf("no package bundle: %v", err)
+		return ""
+	}
+	site, err := fs.Sub(pkgs, "site-packages")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "site-packages")
+	if err := os.CopyFS(dir, site); err != nil {
+		b.Fatalf("write the bundle's site-packages: %v", err)
+	}
+	return dir
+}
+
+// systemPythonProcess runs code in three fresh /usr/bin/python3 processes
+// with site on sys.path and returns the median wall time in ms, process
+// start included (as a one-shot's round trip includes its interpreter).
+func systemPythonProcess(b *testing.B, site, code string) float64 {
+	prog := "import sys\nsys.path.append(" + strconv.Quote(site) + ")\n" + code
+	d := median3(func() {
+		if out, err := exec.Command(systemPython, "-I", "-c", prog).CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", systemPython, err, out)
+		}
+	})
+	return msf(d)
 }
 
 // systemPythonTimes runs every workload three times inside one

@@ -8,10 +8,10 @@ import "strings"
 
 // Text is the guidance paragraph appended after the base prompt.
 const Text = "code-runner gives you a sandbox for quick calculations, reshaping data and small glue scripts, so reach for it before writing a throwaway shell script. " +
-	"Call code-runner::run with {lang, code}; the sandbox has no network, cannot see the host filesystem and has no packages. " +
+	"Call code-runner::run with {lang, code}; the sandbox has no network and cannot see the host filesystem, and there is no package installer. " +
 	"With lang \"node\" you get bare V8 — NOT Node: no npm, no require, no process, no fs, no fetch, no Buffer and no `global`. " +
 	"Your code is the body of an async function: `return x` becomes `result`, top-level await works, and anything that must outlive one call goes on `globalThis`. " +
-	"With lang \"python\" the code runs as a module: assign `result = x` (a top-level return is a SyntaxError), iii.trigger blocks until it answers, and files live under /work rather than iii.files. " +
+	"With lang \"python\" the code runs as a module: assign `result = x` (a top-level return is a SyntaxError), iii.trigger blocks until it answers, and files live under /work rather than iii.files; besides the standard library (asyncio included) it can import sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, pydantic, jsonschema, attrs, toolz, more_itertools, tabulate, chardet, idna and packaging — but no pip, no numpy, no pandas. " +
 	"Each run is one-shot unless you pass keep: true, which returns a runtime_id you send back to reuse the same globals and files; treat `runtime_id` as a secret and call code-runner::teardown when you are finished with it. " +
 	"Console output comes back verbatim in stdout and stderr (not in logs); a script that throws still answers with a normal response whose exit_code is 1; an oversized result, stdout or stderr is replaced or trimmed around a marker, so print slices and return summaries. " +
 	"From inside code, await iii.trigger({ function_id, payload, timeout }) reaches any bus function; iii.registerFunction(id, handler, { description, request_format, response_format }) returns { unregister() }; iii.registerTrigger, iii.registerTriggerType and iii.unregisterTriggerType are there too; iii.namespace is the prefix your runtime may register under; iii.shutdown() throws by design. " +

@@ -86,6 +86,7 @@ type Engine struct {
 	err    error
 	wasm   []byte
 	stdlib fs.FS // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
+	pkgs   fs.FS // the package bundle, its trees mounted read-only (bootInterp); nil with Options.Wasm
 	cache  wazero.CompilationCache
 
 	mu   sync.Mutex
@@ -192,7 +193,9 @@ func (e *Engine) boot() {
 		if wasm, err = pywasm.Wasm(); err == nil {
 			e.stdlib, err = pywasm.Stdlib()
 		}
-
+		if err == nil {
+			e.pkgs, err = pywasm.Packages()
+		}
 		if err != nil {
 			e.err = err
 			e.log.Error("python engine failed to start; serving node only", "err", err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,6 +114,25 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		// refused at open (a plain fs.FS mount accepts the open and fails
 		// the write later, with EBADF).
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(limited(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: e.stdlib}}), pywasm.StdlibDir)
+	}
+	if e.pkgs != nil {
+		// The package bundle's trees, read-only like the standard library:
+		// site-packages inside its mount (the guest resolves a path by the
+		// longest mount that prefixes it), the time zone database and the
+		// packages' copyright files where Debian keeps them.
+		for _, m := range []struct{ dir, path string }{
+			{"site-packages", pywasm.SitePackagesDir},
+			{"zoneinfo", pywasm.ZoneinfoDir},
+			{"doc", pywasm.DocDir},
+		} {
+			sub, err := fs.Sub(e.pkgs, m.dir)
+			if err != nil {
+				_ = os.RemoveAll(outDir)
+				return nil, fmt.Errorf("package bundle %s: %w", m.dir, err)
+			}
+			ip.mounts = append(ip.mounts, m.path)
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(limited(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: sub}}), m.path)
+		}
 	}
 	outFS, workFS := limited(newGuardedFS(ip.out, &ip.open)), limited(newGuardedFS(ip.work, &ip.open))
 	if ip.pingFrame, err = pingFrameFor(map[string]experimentalsys.FS{"/out": outFS, "/work": workFS}); err != nil {

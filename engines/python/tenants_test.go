@@ -23,7 +23,7 @@ import (
 // never reaches the next: closing the standard library's preopen, closing
 // stderr and opening a read-only file into its number, or leaving hundreds
 // of files open. The next tenant imports, writes stderr, and gets the
-// lowest free descriptor (7, after stdio and the four preopens).
+// lowest free descriptor (10, after stdio and the seven preopens).
 func TestResetRestoresTheDescriptorTable(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
 	if err := r.eng.WaitReady(context.Background()); err != nil {
@@ -43,7 +43,7 @@ func TestResetRestoresTheDescriptorTable(t *testing.T) {
 		r.eng.bg.Wait()
 		waitPooled(t, r)
 		res := r.mustRun(t, check)
-		if !res.Success || res.Stderr != "e" || string(res.Result) != "7" {
+		if !res.Success || res.Stderr != "e" || string(res.Result) != "10" {
 			t.Fatalf("after %q the next tenant got %s, stderr %q", dirty, res.Result, res.Stderr)
 		}
 		r.eng.bg.Wait()
@@ -92,7 +92,7 @@ os.close(again)
 result = [n, err, again]`, 3*maxOpenFiles))
 	var got []any
 	_ = json.Unmarshal(res.Result, &got)
-	if len(got) != 3 || got[1] != "BlockingIOError" || got[0].(float64) >= maxOpenFiles || got[0].(float64) < maxOpenFiles-16 || got[2].(float64) != 7 {
+	if len(got) != 3 || got[1] != "BlockingIOError" || got[0].(float64) >= maxOpenFiles || got[0].(float64) < maxOpenFiles-16 || got[2].(float64) != 10 {
 		t.Fatalf("%s %s", res.Result, res.Stderr)
 	}
 }
@@ -122,7 +122,7 @@ func TestDescriptorTableIsReadable(t *testing.T) {
 	for _, e := range ip.fds {
 		names = append(names, e.name)
 	}
-	want := []string{"stdin", "stdout", "stderr", "/run", pywasm.StdlibDir, "/out", "/work"}
+	want := []string{"stdin", "stdout", "stderr", "/run", pywasm.StdlibDir, pywasm.SitePackagesDir, pywasm.ZoneinfoDir, pywasm.DocDir, "/out", "/work"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("the snapshot's table is %q, want %q", names, want)
 	}

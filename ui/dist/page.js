@@ -325,6 +325,12 @@ var RETURN_HINT = {
   node: "node runs code as a function body — use `return` to send a value back",
   python: "python runs code as a module — assign `result` to send a value back"
 };
+var PYTHON_LIBRARIES = "sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, pydantic, jsonschema, attrs, toolz, more_itertools, tabulate, chardet, idna, packaging";
+function missingModule(stderr) {
+  if (typeof stderr !== "string") return null;
+  const m = /ModuleNotFoundError: No module named '([^']+)'/.exec(stderr);
+  return m ? m[1] : null;
+}
 function chips(input, output) {
   const rid = typeof output?.runtime_id === "string" ? output.runtime_id : typeof input.runtime_id === "string" ? input.runtime_id : "";
   const mode = typeof input.runtime_id === "string" && input.runtime_id ? "reused runtime" : input.keep === true ? "keeps the runtime" : "one-shot";
@@ -395,7 +401,13 @@ function RunCard({ message }) {
     /* @__PURE__ */ jsx4(Completion, { output, lang }),
     typeof input.code === "string" ? /* @__PURE__ */ jsx4(Source, { lang, code: input.code }) : null,
     typeof output.stdout === "string" && output.stdout !== "" ? /* @__PURE__ */ jsx4(Terminal, { label: "stdout", text: output.stdout }) : null,
-    typeof output.stderr === "string" && output.stderr !== "" ? /* @__PURE__ */ jsx4(Terminal, { label: "stderr", text: output.stderr }) : null
+    typeof output.stderr === "string" && output.stderr !== "" ? /* @__PURE__ */ jsx4(Terminal, { label: "stderr", text: output.stderr }) : null,
+    lang === "python" && missingModule(output.stderr) ? /* @__PURE__ */ jsxs4("div", { className: "cr-note cr-missing-module", children: [
+      "no module ",
+      missingModule(output.stderr),
+      " here: there is no pip and no network (no numpy, no pandas); built in besides the standard library: ",
+      PYTHON_LIBRARIES
+    ] }) : null
   ] });
 }
 function RunRunning({ message }) {

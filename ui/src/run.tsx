@@ -9,6 +9,17 @@ const RETURN_HINT: Record<string, string> = {
   python: 'python runs code as a module — assign `result` to send a value back',
 }
 
+/** PYTHON_LIBRARIES is what a python guest can import beyond the standard library. */
+export const PYTHON_LIBRARIES =
+  'sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, pydantic, jsonschema, attrs, toolz, more_itertools, tabulate, chardet, idna, packaging'
+
+/** missingModule names the module a python failure could not import, if that is how it failed. */
+export function missingModule(stderr: unknown): string | null {
+  if (typeof stderr !== 'string') return null
+  const m = /ModuleNotFoundError: No module named '([^']+)'/.exec(stderr)
+  return m ? m[1] : null
+}
+
 function chips(input: Obj, output: Obj | null) {
   const rid = typeof output?.runtime_id === 'string' ? output.runtime_id : typeof input.runtime_id === 'string' ? input.runtime_id : ''
   const mode = typeof input.runtime_id === 'string' && input.runtime_id ? 'reused runtime' : input.keep === true ? 'keeps the runtime' : 'one-shot'
@@ -75,6 +86,12 @@ export function RunCard({ message }: { message: FunctionTriggerMessage }) {
       {typeof input.code === 'string' ? <Source lang={lang} code={input.code} /> : null}
       {typeof output.stdout === 'string' && output.stdout !== '' ? <Terminal label="stdout" text={output.stdout} /> : null}
       {typeof output.stderr === 'string' && output.stderr !== '' ? <Terminal label="stderr" text={output.stderr} /> : null}
+      {lang === 'python' && missingModule(output.stderr) ? (
+        <div className="cr-note cr-missing-module">
+          no module {missingModule(output.stderr)} here: there is no pip and no network (no numpy, no pandas); built in besides the
+          standard library: {PYTHON_LIBRARIES}
+        </div>
+      ) : null}
     </Card>
   )
 }

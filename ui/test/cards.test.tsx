@@ -81,6 +81,17 @@ describe('run card', () => {
     expect(none).not.toContain('function body')
     expect(none).not.toContain('module')
   })
+  it('a python import that failed says what is built in and that there is no pip', () => {
+    const s = settled(runR, { ...base, input: { lang: 'python', code: 'import numpy' },
+      output: { exit_code: 1, result: null, stdout: '', stderr: "Traceback (most recent call last):\nModuleNotFoundError: No module named 'numpy'\n" } })
+    expect(s).toContain('no module numpy here')
+    expect(s).toContain('no pip')
+    expect(s).toContain('sympy, networkx')
+    const other = settled(runR, { ...base, input: { lang: 'python', code: 'raise X' }, output: { exit_code: 1, result: null, stderr: 'NameError: X\n' } })
+    expect(other).not.toContain('no pip')
+    const node = settled(runR, { ...base, input: { lang: 'node', code: '' }, output: { exit_code: 1, result: null, stderr: "ModuleNotFoundError: No module named 'x'" } })
+    expect(node).not.toContain('no pip')
+  })
   it('flags a missing result key', () => {
     expect(settled(runR, { ...base, input: { lang: 'node', code: '' }, output: { exit_code: 0 } })).toContain('no `result` key')
   })

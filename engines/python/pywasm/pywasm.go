@@ -1,13 +1,14 @@
 // Package pywasm embeds the Python the engine runs: python.wasm (CPython
-// 3.11.2 compiled to WASI at -O2 by deps/cpython/build.sh, with zlib, bzip2
-// and SQLite linked in) and its standard library as a stored zip (sources
-// and .pyc). Both are checked against the digests the build wrote beside
-// them.
+// 3.11.2 compiled to WASI at -O2 by deps/cpython/build.sh, with zlib, bzip2,
+// liblzma and SQLite linked in), its standard library as a stored zip
+// (sources and .pyc), and the bundle of pure-Python packages from Debian 12
+// (deps/pypkgs/build.sh: .pyc stored, the rest deflated). Each is checked
+// against the digest its build wrote beside it.
 //
-// `make deps` builds (or takes from its cache) both files and copies them
+// `make deps` builds (or takes from its cache) the files and copies them
 // into assets/ (git-ignored). A binary built without them still compiles;
-// Wasm then reports how to fix that instead of the build failing with a
-// missing-embed error.
+// Wasm, Stdlib and Packages then report how to fix that instead of the
+// build failing with a missing-embed error.
 package pywasm
 
 import (
@@ -34,7 +35,7 @@ const StdlibDir = "/usr/local/lib/python3.11"
 var assets embed.FS
 
 // ErrMissing is wrapped by Wasm when the binary was built without the wasm.
-var ErrMissing = errors.New("python.wasm is not embedded in this binary: run `make deps` (it builds CPython for WASI with deps/cpython/build.sh and places python.wasm and stdlib.zip in engines/python/pywasm/assets) and rebuild")
+var ErrMissing = errors.New("python is not embedded in this binary: run `make deps` (it builds CPython for WASI with deps/cpython/build.sh and the package bundle with deps/pypkgs/build.sh, placing python.wasm, stdlib.zip and pkgs.zip in engines/python/pywasm/assets) and rebuild")
 
 // Digest is the sha256 (hex) the build recorded for python.wasm, or "" when
 // the binary was built without it. It names the compilation cache.
@@ -64,14 +65,15 @@ func Wasm() ([]byte, error) {
 	if err != nil {
 		return nil, ErrMissing
 	}
-	if err := check("python.wasm", bytes.NewReader(b)); err != nil {
+	if err := check("python.wasm", "SHA256SUMS", bytes.NewReader(b)); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func check(name string, r io.Reader) error {
-	sums, err := fs.ReadFile(assets, "assets/SHA256SUMS")
+// check compares r's sha256 with the one recorded for name in the sums file.
+func check(name, sumsFile string, r io.Reader) error {
+	sums, err := fs.ReadFile(assets, "assets/"+sumsFile)
 	if err != nil {
 		return ErrMissing
 	}
@@ -90,20 +92,45 @@ func check(name string, r io.Reader) error {
 // straight from the binary (the zip is stored, not compressed: files are
 // sections of it, nothing is copied into memory).
 func Stdlib() (fs.FS, error) {
-	f, err := assets.Open("assets/stdlib.zip")
+	return embeddedZip("stdlib.zip", "SHA256SUMS", true)
+}
+
+// Where the engine mounts the package bundle's three trees.
+const (
+	// SitePackagesDir is CPython's own site-packages for its prefix: site
+	// puts it on sys.path after the standard library.
+	SitePackagesDir = StdlibDir + "/site-packages"
+	// ZoneinfoDir is the first directory of zoneinfo's TZPATH, where
+	// Debian's pytz looks too.
+	ZoneinfoDir = "/usr/share/zoneinfo"
+	// DocDir holds each bundled package's copyright file, as on Debian.
+	DocDir = "/usr/share/doc"
+)
+
+// Packages returns the bundle of pure-Python packages built by
+// deps/pypkgs/build.sh: site-packages/, zoneinfo/ and doc/, read-only,
+// its .pyc served from the binary like the standard library's.
+func Packages() (fs.FS, error) {
+	return embeddedZip("pkgs.zip", "SHA256SUMS.pkgs", false)
+}
+
+// embeddedZip opens an embedded zip after checking it against the digest
+// its build recorded in sums.
+func embeddedZip(name, sums string, stored bool) (fs.FS, error) {
+	f, err := assets.Open("assets/" + name)
 	if err != nil {
-		return nil, ErrMissing
+		return nil, fmt.Errorf("%w (%s is missing)", ErrMissing, name)
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat embedded stdlib.zip: %w", err)
+		return nil, fmt.Errorf("stat embedded %s: %w", name, err)
 	}
 	ra, ok := f.(io.ReaderAt)
 	if !ok {
-		return nil, errors.New("embedded stdlib.zip cannot be read at offsets")
+		return nil, fmt.Errorf("embedded %s cannot be read at offsets", name)
 	}
-	if err := check("stdlib.zip", io.NewSectionReader(ra, 0, st.Size())); err != nil {
+	if err := check(name, sums, io.NewSectionReader(ra, 0, st.Size())); err != nil {
 		return nil, err
 	}
-	return newZipFS(ra, st.Size())
+	return newZipFS(name, ra, st.Size(), stored)
 }

@@ -63,3 +63,43 @@ func TestStdlibFilesSeekLikeRealFiles(t *testing.T) {
 		}
 	}
 }
+
+// The package bundle has its three trees; a module's .pyc is a stored
+// section of the zip, its source deflated: opening the source (as a stat
+// does) inflates nothing, reading it does, at any offset.
+func TestPackagesServeStoredBytecodeAndDeflatedSources(t *testing.T) {
+	pkgs, err := Packages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zf := pkgs.(*zipFS)
+	for _, name := range []string{"site-packages/yaml/__init__.py", "site-packages/yaml/__pycache__/__init__.cpython-311.pyc", "zoneinfo/Europe/Paris", "doc/python3-yaml/copyright"} {
+		if _, err := fs.Stat(pkgs, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if m := zf.files["site-packages/yaml/__pycache__/__init__.cpython-311.pyc"].Method; m != 0 {
+		t.Fatalf("a .pyc is compressed (method %d): imports would inflate it", m)
+	}
+	f, err := pkgs.Open("site-packages/yaml/__init__.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in := f.(*storedFile).SectionReader
+	st, _ := f.Stat()
+	if st.Size() < 1000 {
+		t.Fatalf("size %d", st.Size())
+	}
+	buf := make([]byte, 6)
+	if _, err := in.ReadAt(buf, st.Size()-6); err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(f.(io.Reader))
+	if err != nil || !bytes.HasSuffix(all, buf) || !bytes.Contains(all, []byte("def safe_load(")) {
+		t.Fatalf("read %d bytes, %v", len(all), err)
+	}
+	if _, err := fs.ReadDir(pkgs, "site-packages/sympy"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,30 +2,39 @@ package pywasm
 
 import (
 	"archive/zip"
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 )
 
-// zipFS serves a stored (uncompressed) zip as a file system whose files
-// can seek and read at offsets, as the interpreter expects of real files
-// (archive/zip's own files only stream). Directories, implicit ones
-// included, come from archive/zip.
+// zipFS serves an embedded zip as a file system whose files can seek and
+// read at offsets, as the interpreter expects of real files (archive/zip's
+// own files only stream). A stored entry is a section of the zip, nothing
+// copied; a deflated one (the package bundle's sources, read only for
+// tracebacks and inspection) is inflated into memory when opened.
+// Directories, implicit ones included, come from archive/zip.
 type zipFS struct {
 	z     *zip.Reader
 	ra    io.ReaderAt
 	files map[string]*zip.File
 }
 
-func newZipFS(ra io.ReaderAt, size int64) (*zipFS, error) {
+// newZipFS reads the zip's directory. name is for errors; stored says
+// whether every entry must be stored (the standard library's are).
+func newZipFS(name string, ra io.ReaderAt, size int64, stored bool) (*zipFS, error) {
 	z, err := zip.NewReader(ra, size)
 	if err != nil {
-		return nil, fmt.Errorf("read embedded stdlib.zip: %w", err)
+		return nil, fmt.Errorf("read embedded %s: %w", name, err)
 	}
 	zf := &zipFS{z: z, ra: ra, files: make(map[string]*zip.File, len(z.File))}
 	for _, f := range z.File {
-		if f.Method != zip.Store {
-			return nil, fmt.Errorf("stdlib.zip entry %s is compressed; the build must store it", f.Name)
+		switch {
+		case f.Method == zip.Store:
+		case f.Method == zip.Deflate && !stored:
+		default:
+			return nil, fmt.Errorf("%s entry %s is compressed (method %d); the build must store it", name, f.Name, f.Method)
 		}
 		zf.files[f.Name] = f
 	}
@@ -38,6 +47,11 @@ func (z *zipFS) Open(name string) (fs.File, error) {
 	if !ok {
 		return z.z.Open(name)
 	}
+	if f.Method == zip.Deflate {
+		// Inflated at the first read: the interpreter opens a module's
+		// source only to stat it (a hash-checked .pyc needs no source).
+		return &storedFile{SectionReader: io.NewSectionReader(&inflater{f: f}, 0, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
+	}
 	off, err := f.DataOffset()
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
@@ -45,7 +59,7 @@ func (z *zipFS) Open(name string) (fs.File, error) {
 	return &storedFile{SectionReader: io.NewSectionReader(z.ra, off, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
 }
 
-// storedFile is one stored entry: a section of the zip.
+// storedFile is one entry: a section of the zip, or of its inflated bytes.
 type storedFile struct {
 	*io.SectionReader
 	info fs.FileInfo
@@ -53,3 +67,28 @@ type storedFile struct {
 
 func (f *storedFile) Stat() (fs.FileInfo, error) { return f.info, nil }
 func (f *storedFile) Close() error               { return nil }
+
+// inflater reads a deflated entry at offsets, inflating it whole the first
+// time it is read.
+type inflater struct {
+	f    *zip.File
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+func (in *inflater) ReadAt(p []byte, off int64) (int, error) {
+	in.once.Do(func() {
+		rc, err := in.f.Open()
+		if err != nil {
+			in.err = err
+			return
+		}
+		defer rc.Close()
+		in.b, in.err = io.ReadAll(rc)
+	})
+	if in.err != nil {
+		return 0, in.err
+	}
+	return bytes.NewReader(in.b).ReadAt(p, off)
+}
