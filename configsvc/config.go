@@ -27,20 +27,21 @@ func Schema() json.RawMessage {
 // key of the schema by its json tag; the zero value is not meaningful, use
 // Defaults.
 type Config struct {
-	MaxRuntimes      int64   `json:"max_runtimes"`
-	DefaultTimeoutMS int64   `json:"default_timeout_ms"`
-	MaxTimeoutMS     int64   `json:"max_timeout_ms"`
-	IdleTTLSecs      int64   `json:"idle_ttl_secs"`
-	HeapMB           int64   `json:"heap_mb"`
-	ExternalMB       int64   `json:"external_mb"`
-	ScratchMB        int64   `json:"scratch_mb"`
-	ScratchFiles     int64   `json:"scratch_files"`
-	ScratchRoot      *string `json:"scratch_root"`
-	InjectGuidance   bool    `json:"inject_guidance"`
-	MaxResultBytes   int64   `json:"max_result_bytes"`
-	MaxStreamBytes   int64   `json:"max_stream_bytes"`
-	WarmPoolNode     int64   `json:"warm_pool_node"`
-	WarmPoolPython   int64   `json:"warm_pool_python"`
+	MaxRuntimes      int64    `json:"max_runtimes"`
+	DefaultTimeoutMS int64    `json:"default_timeout_ms"`
+	MaxTimeoutMS     int64    `json:"max_timeout_ms"`
+	IdleTTLSecs      int64    `json:"idle_ttl_secs"`
+	HeapMB           int64    `json:"heap_mb"`
+	ExternalMB       int64    `json:"external_mb"`
+	ScratchMB        int64    `json:"scratch_mb"`
+	ScratchFiles     int64    `json:"scratch_files"`
+	ScratchRoot      *string  `json:"scratch_root"`
+	InjectGuidance   bool     `json:"inject_guidance"`
+	MaxResultBytes   int64    `json:"max_result_bytes"`
+	MaxStreamBytes   int64    `json:"max_stream_bytes"`
+	WarmPoolNode     int64    `json:"warm_pool_node"`
+	WarmPoolPython   int64    `json:"warm_pool_python"`
+	PythonPath       []string `json:"python_path"`
 }
 
 // Defaults returns the built-in configuration: every key at the default the

@@ -1,10 +1,12 @@
 package configsvc
 
 import (
+	"archive/zip"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
-
 	"testing"
 )
 
@@ -15,8 +17,8 @@ func TestSchemaPropertiesEqualStructFields(t *testing.T) {
 	if err := json.Unmarshal(Schema(), &schema); err != nil {
 		t.Fatal(err)
 	}
-	if len(schema.Properties) != 14 {
-		t.Fatalf("schema has %d properties, docs/behaviour.md#configuration-keys lists 14", len(schema.Properties))
+	if len(schema.Properties) != 15 {
+		t.Fatalf("schema has %d properties, docs/behaviour.md#configuration-keys lists 15", len(schema.Properties))
 	}
 	if !reflect.DeepEqual(Keys(), fieldKeys()) {
 		t.Fatalf("schema keys %v\n!= Config fields %v (same order expected)", Keys(), fieldKeys())
@@ -36,7 +38,7 @@ func TestDefaultsMatchContract(t *testing.T) {
 	d := Defaults()
 	want := Config{MaxRuntimes: 32, DefaultTimeoutMS: 5000, MaxTimeoutMS: 30000, IdleTTLSecs: 900,
 		HeapMB: 128, ExternalMB: 64, ScratchMB: 8, ScratchFiles: 64, ScratchRoot: nil, InjectGuidance: true,
-		MaxResultBytes: 32768, MaxStreamBytes: 16384, WarmPoolNode: 2, WarmPoolPython: 2}
+		MaxResultBytes: 32768, MaxStreamBytes: 16384, WarmPoolNode: 2, WarmPoolPython: 2, PythonPath: []string{}}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Defaults() = %+v\nwant %+v", d, want)
 	}
@@ -172,5 +174,49 @@ func TestDiffAndDescribe(t *testing.T) {
 	want = `configuration applied (config file): max_runtimes 32 → 4 (immediately; live runtimes are never killed); scratch_root null → "/srv/scratch" (node runtimes created from now on); inject_guidance true → false (next hook call)`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// python_path entries must exist and be mountable; every bad entry is
+// named by its index, and the good ones pass.
+func TestPythonPathEntriesAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	zipPath := filepath.Join(dir, "libs.zip")
+	f, err := os.Create(zipPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, _ := zw.Create("mod.py")
+	_, _ = w.Write([]byte("x = 1\n"))
+	_ = zw.Close()
+	_ = f.Close()
+	notZip := filepath.Join(dir, "fake.whl")
+	_ = os.WriteFile(notZip, []byte("not a zip"), 0o644)
+	plain := filepath.Join(dir, "notes.txt")
+	_ = os.WriteFile(plain, []byte("x"), 0o644)
+
+	c, err := FromValue(map[string]any{"python_path": []any{dir, zipPath}})
+	if err != nil || len(c.PythonPath) != 2 {
+		t.Fatalf("good entries refused: %v", err)
+	}
+	_, err = FromValue(map[string]any{"python_path": []any{dir, filepath.Join(dir, "missing"), "relative/libs", notZip, plain, dir + "/../x"}})
+	got := Problems(err)
+	want := []string{"/python_path/1: ", "/python_path/2: ", "/python_path/3: ", "/python_path/4: ", "/python_path/5: "}
+	if len(got) != len(want) {
+		t.Fatalf("problems %q", got)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("problem %d = %q, want it to name %s", i, got[i], w)
+		}
+	}
+	for i, frag := range []string{"does not exist", "absolute path", "not a readable zip", "neither a directory", "absolute path"} {
+		if !strings.Contains(got[i], frag) {
+			t.Errorf("problem %q does not say %q", got[i], frag)
+		}
+	}
+	if _, err := FromValue(map[string]any{"python_path": "/opt"}); err == nil || !strings.HasPrefix(Problems(err)[0], "/python_path: ") {
+		t.Fatalf("a string for the list: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ const (
 // ClassOf returns the apply class of key.
 func ClassOf(key string) ApplyClass {
 	switch key {
-	case "heap_mb", "external_mb", "scratch_mb", "scratch_files", "scratch_root":
+	case "heap_mb", "external_mb", "scratch_mb", "scratch_files", "scratch_root", "python_path":
 		return NewRuntime
 	case "max_runtimes", "idle_ttl_secs":
 		return Immediate
@@ -74,6 +74,9 @@ func Describe(source string, changes []Change, live LiveCounts) string {
 func affects(c Change, live LiveCounts) string {
 	switch c.Class {
 	case NewRuntime:
+		if c.Key == "python_path" {
+			return "python interpreters started from now on; live python runtimes keep theirs"
+		}
 		if live.Node > 0 {
 			noun := "runtimes keep"
 			if live.Node == 1 {

@@ -1,9 +1,12 @@
 package configsvc
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -138,10 +141,45 @@ func FromValue(doc any) (Config, error) {
 			problems = append(problems, Problem{Pointer: "/" + escapePointer(key), Text: "value out of range for this key"})
 		}
 	}
+	if !bad["/python_path"] {
+		problems = append(problems, checkPythonPath(cfg.PythonPath)...)
+	}
 	if len(problems) > 0 {
 		return Config{}, validationErr(problems...)
 	}
 	return cfg, nil
+}
+
+// checkPythonPath refuses a python_path entry the python engine could not
+// mount: each must be an absolute path to a directory, or to a .zip or
+// .whl file that reads as a zip archive. Each problem names its entry.
+func checkPythonPath(entries []string) []Problem {
+	var out []Problem
+	for i, p := range entries {
+		ptr := fmt.Sprintf("/python_path/%d", i)
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q must be a clean absolute path (e.g. /opt/python-libs)", p)})
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q does not exist or cannot be read: %v", p, err)})
+			continue
+		}
+		switch {
+		case st.IsDir():
+		case st.Mode().IsRegular() && (strings.HasSuffix(p, ".zip") || strings.HasSuffix(p, ".whl")):
+			z, err := zip.OpenReader(p)
+			if err != nil {
+				out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is not a readable zip archive: %v", p, err)})
+				continue
+			}
+			_ = z.Close()
+		default:
+			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is neither a directory nor a .zip or .whl file", p)})
+		}
+	}
+	return out
 }
 
 // problemFrom turns one gojsonschema finding into a Problem.

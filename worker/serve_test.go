@@ -173,7 +173,7 @@ func TestFirstBootSeedsSecondBootKeepsOperatorValue(t *testing.T) {
 	}
 	var v map[string]any
 	_ = json.Unmarshal(entry.Value, &v)
-	if v["max_runtimes"] != float64(8) || v["scratch_mb"] != float64(64) || v["heap_mb"] != float64(128) || len(v) != 14 {
+	if v["max_runtimes"] != float64(8) || v["scratch_mb"] != float64(64) || v["heap_mb"] != float64(128) || len(v) != len(configsvc.Keys()) {
 		t.Fatalf("seeded %s", entry.Value)
 	}
 	if string(entry.Metadata) != `{"ui_form":"code-runner"}` || entry.Description != sources.EntryDescription || entry.Name != "code-runner" {

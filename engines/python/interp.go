@@ -58,11 +58,14 @@ type interp struct {
 	gate     hostGate     // every host call's kill check (hostcalls.go)
 	files    fileLimit    // files open across the mounts
 	mounts   []string     // the preopens' guest paths, in descriptor order from 3
+	pathKey  string       // the python_path it was booted with (pythonpath.go)
+	closers  []io.Closer  // its python_path handles, closed when it ends
 	mod      api.Module   // the instance, once snapshotted (fdtable.go)
 	fds      []fdEntry    // its descriptor table at the snapshot
 	mem      memorySlot   // the instance's linear memory, once allocated
 	memCap   uint64       // linear memory cap, bytes
 	globals  *globalState // its mutable globals at the snapshot (rewind.go)
+	resets   int          // resets so far (maxResets)
 	// pingFrame is the health check sent after a reset: it carries the
 	// identity of each writable mount's directory (see pingFrameFor).
 	pingFrame []byte
@@ -80,7 +83,16 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		return nil, fmt.Errorf("create /out: %w", err)
 	}
 	sentinel := uuid.NewString()
-	iiiJSON, _ := jsonx.Marshal(map[string]any{"sentinel": sentinel, "persistent": true})
+	pythonPath := e.config().PythonPath
+	opMounts, skipped := openPythonPath(pythonPath)
+	for _, err := range skipped {
+		e.log.Warn("python_path entry not mounted; imports from it fail", "err", err)
+	}
+	guestPath := []string{}
+	for _, m := range opMounts {
+		guestPath = append(guestPath, m.guest)
+	}
+	iiiJSON, _ := jsonx.Marshal(map[string]any{"sentinel": sentinel, "persistent": true, "python_path": guestPath})
 	runFS := fstest.MapFS{
 		"main.py":  &fstest.MapFile{Data: wrapperSource, Mode: 0o444},
 		"iii.json": &fstest.MapFile{Data: iiiJSON, Mode: 0o444},
@@ -91,6 +103,15 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		work: newBudget(workDir, "/work", workMaxBytes, workMaxEntries),
 		out:  newBudget(outDir, "/out", outMaxBytes, outMaxEntries)}
 	ip.gate.killed = ip.killed
+	ip.pathKey = pathKey(pythonPath)
+	for _, m := range opMounts {
+		ip.closers = append(ip.closers, m.close)
+	}
+	closeAll := func() {
+		for _, c := range ip.closers {
+			_ = c.Close()
+		}
+	}
 	ip.files.max = maxOpenFiles
 	limited := func(fsys experimentalsys.FS) experimentalsys.FS {
 		return &limitedFS{FS: fsys, limit: &ip.files, worker: &e.openFiles, gate: &ip.gate}
@@ -127,6 +148,7 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		} {
 			sub, err := fs.Sub(e.pkgs, m.dir)
 			if err != nil {
+				closeAll()
 				_ = os.RemoveAll(outDir)
 				return nil, fmt.Errorf("package bundle %s: %w", m.dir, err)
 			}
@@ -134,8 +156,13 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(limited(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: sub}}), m.path)
 		}
 	}
+	for _, m := range opMounts {
+		ip.mounts = append(ip.mounts, m.guest)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(limited(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: m.fsys}}), m.guest)
+	}
 	outFS, workFS := limited(newGuardedFS(ip.out, &ip.open)), limited(newGuardedFS(ip.work, &ip.open))
 	if ip.pingFrame, err = pingFrameFor(map[string]experimentalsys.FS{"/out": outFS, "/work": workFS}); err != nil {
+		closeAll()
 		_ = os.RemoveAll(outDir)
 		return nil, err
 	}
@@ -157,12 +184,28 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	if e.closed {
 		e.mu.Unlock()
 		cancel()
+		closeAll()
 		_ = os.RemoveAll(outDir)
 		return nil, errors.New("python engine is closed")
 	}
 	e.live[ip] = true
 	e.mu.Unlock()
 	go func() {
+		defer func() {
+			// A wasm panic wazero did not turn into an error (a snapshot
+			// restore it could not place, say) ends this interpreter, not
+			// the worker.
+			if r := recover(); r != nil {
+				ip.exitErr = fmt.Errorf("python interpreter panicked: %v", r)
+				ip.kill()
+				closeAll()
+				_ = os.RemoveAll(outDir)
+				e.mu.Lock()
+				delete(e.live, ip)
+				e.mu.Unlock()
+				close(ip.done)
+			}
+		}()
 		mod, err := wr.rt.InstantiateModule(withRewind(withLinearMemory(runCtx, &ip.mem, ip.memCap), ip.stdin), wr.mod, cfg)
 		// wazero closes the instance itself only when _start fails; a
 		// wrapper that ends normally (EOF on stdin after a kill) returns it
@@ -172,6 +215,7 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 		}
 		ip.exitErr = err
 		ip.kill()
+		closeAll()
 		_ = os.RemoveAll(outDir)
 		e.mu.Lock()
 		delete(e.live, ip)
@@ -570,11 +614,21 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	if ip.globals == nil {
 		return errors.New("interpreter has no snapshot of its globals")
 	}
+	if ip.resets >= maxResets {
+		// Each rewind's snapshot is 16 bytes longer than the stack it
+		// restores (wazero's clone adds slack): the interpreter retires
+		// before that adds up.
+		return errRetired
+	}
+	ip.resets++
 	// A guest that does not park again after the rewind is killed, which
 	// ends the wait (it cannot: nothing but the wrapper's retried read runs).
 	stuck := time.AfterFunc(2*time.Second, ip.kill)
-	defer stuck.Stop()
 	if err := ip.stdin.whileParked(func() error {
+		// Nothing is restored unless the stack can be rewound too.
+		if !ip.stdin.rewindable() {
+			return errNoRewind
+		}
 		if err := ip.restoreFDs(); err != nil {
 			return err
 		}
@@ -590,7 +644,11 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 		}
 		return ip.stdin.rewindLocked()
 	}); err != nil {
+		stuck.Stop()
 		return err
+	}
+	if !stuck.Stop() {
+		return errors.New("the interpreter did not park again after its rewind")
 	}
 	ip.open.closeOpened() // a backstop: restoreFDs closed every file the tenant opened
 	for _, b := range []*budget{ip.work, ip.out} {

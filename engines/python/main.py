@@ -19,6 +19,9 @@ import traceback
 
 _CFG = json.load(open('/run/iii.json'))
 _MARK = '\n' + _CFG['sentinel'] + '\n'
+# The operator's python_path (mounted read-only at /pkgs/<i>), after the
+# standard library and the built-in packages.
+sys.path.extend(_CFG.get('python_path', ()))
 _stdout = sys.stdout
 _dumps = json.dumps
 _loads = json.loads

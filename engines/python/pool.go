@@ -38,8 +38,10 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 			ip.dispose()
 			e.removeWorkDir(ip.workDir)
 		},
-		Want:   func() int { return int(e.config().WarmPoolPython) },
-		Usable: func(ip *interp) bool { return !ip.dead() },
+		Want: func() int { return int(e.config().WarmPoolPython) },
+		// An interpreter booted with another python_path is not handed out:
+		// the path applies to interpreters started after a change.
+		Usable: func(ip *interp) bool { return !ip.dead() && ip.pathKey == pathKey(e.config().PythonPath) },
 		Log:    e.log,
 	})
 }

@@ -370,3 +370,37 @@ result = [sorted(os.listdir('/work')), sys.modules['__main__']._park.__name__, g
 		t.Fatalf("%d interpreters were booted; want each hostile tenant's recycled (its reset rewound)", n)
 	}
 }
+
+// An interpreter serves at most maxResets resets (each rewind's stack copy
+// is a little longer than the last), then retires: the next one-shot after
+// its last reset gets a freshly booted interpreter, and answers correctly.
+func TestAnInterpreterRetiresAfterItsResets(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitPooled(t, r)
+	r.eng.mu.Lock()
+	for ip := range r.eng.live {
+		ip.resets = maxResets - 1
+	}
+	r.eng.mu.Unlock()
+	booted := interpSeq.Load()
+	r.mustRun(t, "result = 1") // its last reset
+	r.eng.bg.Wait()
+	waitPooled(t, r)
+	if n := interpSeq.Load() - booted; n != 0 {
+		t.Fatalf("%d interpreters booted before the last reset was spent", n)
+	}
+	if res := r.mustRun(t, "result = 2"); string(res.Result) != "2" { // retired after this one
+		t.Fatalf("%s", res.Result)
+	}
+	r.eng.bg.Wait()
+	waitPooled(t, r)
+	if interpSeq.Load() == booted {
+		t.Fatal("the interpreter served past maxResets resets")
+	}
+	if res := r.mustRun(t, "result = 3"); string(res.Result) != "3" {
+		t.Fatalf("%s", res.Result)
+	}
+}

@@ -88,6 +88,19 @@ func (gs *globalState) restore() {
 	}
 }
 
+// maxResets is how many resets an interpreter serves before it retires: a
+// rewind's snapshot is 16 bytes longer than the stack it restores (wazero
+// clones with slack and keeps the clone), so the stack copied at each
+// reset grows by 64 KiB over an interpreter's life, no more.
+const maxResets = 4096
+
+// errRetired: the interpreter has served maxResets resets.
+var errRetired = errors.New("the interpreter has served its resets")
+
+// rewindable reports whether a rewind is possible (q.mu held): a reset
+// restores nothing unless it is.
+func (q *stdinQueue) rewindable() bool { return q.stack != nil && q.exec.Load() != nil }
+
 // errNoRewind: the instance cannot be rewound (no snapshotter yet, or no
 // stack captured).
 var errNoRewind = errors.New("the interpreter's wasm stack cannot be rewound")

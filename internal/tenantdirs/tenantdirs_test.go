@@ -20,7 +20,9 @@ func TestMain(m *testing.M) {
 		}
 		_ = os.WriteFile(filepath.Join(dir, "tenant"), []byte("x"), 0o600)
 		os.Stdout.WriteString(dir + "\n")
-		select {}
+		for { // held until killed (a bare select{} is a deadlock the runtime ends without -race)
+			time.Sleep(time.Hour)
+		}
 	}
 	os.Exit(m.Run())
 }

@@ -8,8 +8,12 @@ var SECTIONS = [
   { title: "runtimes & memory", applies: "applies immediately", fields: [{ key: "max_runtimes", kind: "int" }, { key: "idle_ttl_secs", kind: "int", unit: "s" }] },
   { title: "runtimes & memory", applies: "applies to runtimes created after saving", fields: [{ key: "heap_mb", kind: "int", unit: "MiB" }, { key: "external_mb", kind: "int", unit: "MiB" }] },
   { title: "scratch", applies: "applies to runtimes created after saving", fields: [{ key: "scratch_mb", kind: "int", unit: "MiB" }, { key: "scratch_files", kind: "int" }, { key: "scratch_root", kind: "path" }] },
-  { title: "warm pools", applies: "resizes in the background", fields: [{ key: "warm_pool_node", kind: "int", max: 16 }, { key: "warm_pool_python", kind: "int", max: 16 }] }
+  { title: "warm pools", applies: "resizes in the background", fields: [{ key: "warm_pool_node", kind: "int", max: 16 }, { key: "warm_pool_python", kind: "int", max: 16 }] },
+  { title: "python packages", applies: "applies to python interpreters started after saving", fields: [{ key: "python_path", kind: "paths" }] }
 ];
+function pathList(text) {
+  return text.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+}
 var DEFAULTS = {
   max_runtimes: 32,
   default_timeout_ms: 5e3,
@@ -24,7 +28,8 @@ var DEFAULTS = {
   max_result_bytes: 32768,
   max_stream_bytes: 16384,
   warm_pool_node: 2,
-  warm_pool_python: 2
+  warm_pool_python: 2,
+  python_path: []
 };
 function tokens(bytes) {
   return bytes === 0 ? "disabled" : `≈ ${Math.round(bytes / 4).toLocaleString("en-US")} tokens`;
@@ -58,7 +63,16 @@ function CodeRunnerConfigForm(props) {
           /* @__PURE__ */ jsx("code", { children: f.key }),
           f.unit ? ` (${f.unit})` : ""
         ] }),
-        f.kind === "bool" ? /* @__PURE__ */ jsx("input", { type: "checkbox", "data-field": f.key, checked: value[f.key] === true, onChange: (e) => set(f.key, e.target.checked) }) : f.kind === "path" ? /* @__PURE__ */ jsx(
+        f.kind === "bool" ? /* @__PURE__ */ jsx("input", { type: "checkbox", "data-field": f.key, checked: value[f.key] === true, onChange: (e) => set(f.key, e.target.checked) }) : f.kind === "paths" ? /* @__PURE__ */ jsx(
+          "textarea",
+          {
+            "data-field": f.key,
+            rows: 3,
+            placeholder: "one absolute path per line: a directory, .zip or .whl",
+            value: Array.isArray(value[f.key]) ? value[f.key].join("\n") : "",
+            onChange: (e) => set(f.key, pathList(e.target.value))
+          }
+        ) : f.kind === "path" ? /* @__PURE__ */ jsx(
           "input",
           {
             type: "text",

@@ -9,7 +9,7 @@ export interface ConfigFormProps {
   focusField?: string[]
 }
 
-type Field = { key: string; kind: 'int' | 'bool' | 'path'; unit?: string; max?: number }
+type Field = { key: string; kind: 'int' | 'bool' | 'path' | 'paths'; unit?: string; max?: number }
 
 /** The sections, grouped by when a change applies (docs/behaviour.md#console-config-form). */
 export const SECTIONS: { title: string; applies: string; fields: Field[] }[] = [
@@ -20,12 +20,18 @@ export const SECTIONS: { title: string; applies: string; fields: Field[] }[] = [
   { title: 'runtimes & memory', applies: 'applies to runtimes created after saving', fields: [{ key: 'heap_mb', kind: 'int', unit: 'MiB' }, { key: 'external_mb', kind: 'int', unit: 'MiB' }] },
   { title: 'scratch', applies: 'applies to runtimes created after saving', fields: [{ key: 'scratch_mb', kind: 'int', unit: 'MiB' }, { key: 'scratch_files', kind: 'int' }, { key: 'scratch_root', kind: 'path' }] },
   { title: 'warm pools', applies: 'resizes in the background', fields: [{ key: 'warm_pool_node', kind: 'int', max: 16 }, { key: 'warm_pool_python', kind: 'int', max: 16 }] },
+  { title: 'python packages', applies: 'applies to python interpreters started after saving', fields: [{ key: 'python_path', kind: 'paths' }] },
 ]
+
+/** pathList turns the python_path text area (one path per line) into the key's list. */
+export function pathList(text: string): string[] {
+  return text.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+}
 
 const DEFAULTS: Record<string, unknown> = {
   max_runtimes: 32, default_timeout_ms: 5000, max_timeout_ms: 30000, idle_ttl_secs: 900, heap_mb: 128, external_mb: 64,
   scratch_mb: 8, scratch_files: 64, scratch_root: null, inject_guidance: true, max_result_bytes: 32768, max_stream_bytes: 16384,
-  warm_pool_node: 2, warm_pool_python: 2,
+  warm_pool_node: 2, warm_pool_python: 2, python_path: [],
 }
 
 /** tokens estimates model tokens for a byte cap (≈ 4 bytes per token). */
@@ -63,6 +69,10 @@ export function CodeRunnerConfigForm(props: ConfigFormProps) {
                 <span className="cr-field-name"><code>{f.key}</code>{f.unit ? ` (${f.unit})` : ''}</span>
                 {f.kind === 'bool' ? (
                   <input type="checkbox" data-field={f.key} checked={value[f.key] === true} onChange={(e) => set(f.key, e.target.checked)} />
+                ) : f.kind === 'paths' ? (
+                  <textarea data-field={f.key} rows={3} placeholder="one absolute path per line: a directory, .zip or .whl"
+                    value={Array.isArray(value[f.key]) ? (value[f.key] as string[]).join('\n') : ''}
+                    onChange={(e) => set(f.key, pathList(e.target.value))} />
                 ) : f.kind === 'path' ? (
                   <input type="text" data-field={f.key} value={typeof value[f.key] === 'string' ? (value[f.key] as string) : ''} placeholder="system temp dir"
                     onChange={(e) => set(f.key, e.target.value === '' ? null : e.target.value)} />

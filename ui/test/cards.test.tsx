@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { renderToStaticMarkup } from 'react-dom/server'
 import setup, { renderers, redactRuntimeIdsDeep, truncateId, CodeRunnerConfigForm } from '../src/page'
 import type { FunctionTriggerMessage } from '../src/common'
+import { pathList } from '../src/configForm'
 
 const ID = 'rt-3f9a1c2e-1b2c-4d5e-8f90-123456789abc'
 const SHORT = 'rt-3f9a…'
@@ -204,5 +205,13 @@ describe('configuration form', () => {
     expect(s).toContain('≈ 1,000 tokens')
     expect(s).toContain('max_runtimes × scratch_mb = 32 MiB')
     expect(s).toContain('data-field="warm_pool_python"')
+  })
+  it('draws python_path one path per line and reports it as a list', () => {
+    const s = html(<CodeRunnerConfigForm id="code-runner" schema={null} value={{ python_path: ['/opt/libs', '/opt/extra.whl'] }} onChange={() => {}} />)
+    expect(s).toContain('applies to python interpreters started after saving')
+    expect(s).toContain('data-field="python_path"')
+    expect(s).toContain('/opt/libs\n/opt/extra.whl')
+    expect(pathList(' /opt/libs \n\n/opt/extra.whl\n')).toEqual(['/opt/libs', '/opt/extra.whl'])
+    expect(pathList('')).toEqual([])
   })
 })

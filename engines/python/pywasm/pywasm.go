@@ -22,6 +22,8 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+
+	"github.com/code-runner-go/code-runner/internal/zipfs"
 )
 
 // PythonVersion is the CPython version the wasm implements.
@@ -132,5 +134,5 @@ func embeddedZip(name, sums string, stored bool) (fs.FS, error) {
 	if err := check(name, sums, io.NewSectionReader(ra, 0, st.Size())); err != nil {
 		return nil, err
 	}
-	return newZipFS(name, ra, st.Size(), stored)
+	return zipfs.New(name, ra, st.Size(), stored)
 }

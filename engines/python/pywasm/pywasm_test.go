@@ -5,6 +5,8 @@ import (
 	"io"
 	"io/fs"
 	"testing"
+
+	"github.com/code-runner-go/code-runner/internal/zipfs"
 )
 
 // TestEmbeddedWasmIsTheBuiltOne proves `make deps` placed the build's wasm
@@ -72,13 +74,13 @@ func TestPackagesServeStoredBytecodeAndDeflatedSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zf := pkgs.(*zipFS)
+	zf := pkgs.(*zipfs.FS)
 	for _, name := range []string{"site-packages/yaml/__init__.py", "site-packages/yaml/__pycache__/__init__.cpython-311.pyc", "zoneinfo/Europe/Paris", "doc/python3-yaml/copyright"} {
 		if _, err := fs.Stat(pkgs, name); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if m := zf.files["site-packages/yaml/__pycache__/__init__.cpython-311.pyc"].Method; m != 0 {
+	if m, _ := zf.Method("site-packages/yaml/__pycache__/__init__.cpython-311.pyc"); m != 0 {
 		t.Fatalf("a .pyc is compressed (method %d): imports would inflate it", m)
 	}
 	f, err := pkgs.Open("site-packages/yaml/__init__.py")
@@ -86,7 +88,7 @@ func TestPackagesServeStoredBytecodeAndDeflatedSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	in := f.(*storedFile).SectionReader
+	in := f.(*zipfs.File).SectionReader
 	st, _ := f.Stat()
 	if st.Size() < 1000 {
 		t.Fatalf("size %d", st.Size())

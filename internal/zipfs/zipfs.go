@@ -1,4 +1,8 @@
-package pywasm
+// Package zipfs serves a zip archive as a read-only file system whose
+// files seek and read at offsets, as an interpreter expects of real files:
+// the python engine's standard library, its package bundle and an
+// operator's .zip or .whl on python_path.
+package zipfs
 
 import (
 	"archive/zip"
@@ -9,26 +13,26 @@ import (
 	"sync"
 )
 
-// zipFS serves an embedded zip as a file system whose files can seek and
+// FS serves a zip as a file system whose files can seek and
 // read at offsets, as the interpreter expects of real files (archive/zip's
 // own files only stream). A stored entry is a section of the zip, nothing
 // copied; a deflated one (the package bundle's sources, read only for
 // tracebacks and inspection) is inflated into memory when opened.
 // Directories, implicit ones included, come from archive/zip.
-type zipFS struct {
+type FS struct {
 	z     *zip.Reader
 	ra    io.ReaderAt
 	files map[string]*zip.File
 }
 
-// newZipFS reads the zip's directory. name is for errors; stored says
-// whether every entry must be stored (the standard library's are).
-func newZipFS(name string, ra io.ReaderAt, size int64, stored bool) (*zipFS, error) {
+// New reads the zip's directory. name is for errors; stored says whether
+// every entry must be stored (the standard library's are).
+func New(name string, ra io.ReaderAt, size int64, stored bool) (*FS, error) {
 	z, err := zip.NewReader(ra, size)
 	if err != nil {
-		return nil, fmt.Errorf("read embedded %s: %w", name, err)
+		return nil, fmt.Errorf("read zip %s: %w", name, err)
 	}
-	zf := &zipFS{z: z, ra: ra, files: make(map[string]*zip.File, len(z.File))}
+	zf := &FS{z: z, ra: ra, files: make(map[string]*zip.File, len(z.File))}
 	for _, f := range z.File {
 		switch {
 		case f.Method == zip.Store:
@@ -42,7 +46,7 @@ func newZipFS(name string, ra io.ReaderAt, size int64, stored bool) (*zipFS, err
 }
 
 // Open implements fs.FS.
-func (z *zipFS) Open(name string) (fs.File, error) {
+func (z *FS) Open(name string) (fs.File, error) {
 	f, ok := z.files[name]
 	if !ok {
 		return z.z.Open(name)
@@ -50,23 +54,36 @@ func (z *zipFS) Open(name string) (fs.File, error) {
 	if f.Method == zip.Deflate {
 		// Inflated at the first read: the interpreter opens a module's
 		// source only to stat it (a hash-checked .pyc needs no source).
-		return &storedFile{SectionReader: io.NewSectionReader(&inflater{f: f}, 0, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
+		return &File{SectionReader: io.NewSectionReader(&inflater{f: f}, 0, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
 	}
 	off, err := f.DataOffset()
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return &storedFile{SectionReader: io.NewSectionReader(z.ra, off, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
+	return &File{SectionReader: io.NewSectionReader(z.ra, off, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
 }
 
-// storedFile is one entry: a section of the zip, or of its inflated bytes.
-type storedFile struct {
+// File is one entry: a section of the zip, or of its inflated bytes.
+type File struct {
 	*io.SectionReader
 	info fs.FileInfo
 }
 
-func (f *storedFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *storedFile) Close() error               { return nil }
+// Stat returns the entry's information from the zip's directory.
+func (f *File) Stat() (fs.FileInfo, error) { return f.info, nil }
+
+// Close does nothing: the entry holds no resource of its own.
+func (f *File) Close() error { return nil }
+
+// Method returns the compression method of the named entry (zip.Store or
+// zip.Deflate), and false for a name that is not a file of the archive.
+func (z *FS) Method(name string) (uint16, bool) {
+	f, ok := z.files[name]
+	if !ok {
+		return 0, false
+	}
+	return f.Method, true
+}
 
 // inflater reads a deflated entry at offsets, inflating it whole the first
 // time it is read.
