@@ -121,6 +121,27 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	time.Sleep(5 * time.Second) // pools fill; both idle
 	runtime.GC()
 	t.add("idle-rss-MiB", "RSS idle after boot, MiB", mib(procfs.TreeRSSKB(ours.pid())), mib(procfs.TreeRSSKB(peer.pid())), lowerWins)
+	t.add("idle-pss-MiB", "PSS idle after boot, MiB", mib(procfs.TreePSSKB(ours.pid())), mib(procfs.TreePSSKB(peer.pid())), lowerWins)
+	// Idle cost over the same 5 s for both: CPU (% of one core) and how
+	// often the process tree's threads were woken.
+	idle := func() (cpuPct, wakeups [2]float64) {
+		pids := [2]int{ours.pid(), peer.pid()}
+		var c0 [2]time.Duration
+		var w0 [2]int64
+		for i, pid := range pids {
+			c0[i], w0[i] = procfs.TreeCPU(pid), procfs.TreeWakeups(pid)
+		}
+		const window = 5 * time.Second
+		time.Sleep(window)
+		for i, pid := range pids {
+			cpuPct[i] = 100 * (procfs.TreeCPU(pid) - c0[i]).Seconds() / window.Seconds()
+			wakeups[i] = float64(procfs.TreeWakeups(pid)-w0[i]) / window.Seconds()
+		}
+		return cpuPct, wakeups
+	}
+	cpuPct, wakeups := idle()
+	t.add("idle-cpu-pct", "CPU idle after boot, % of one core over 5 s", cpuPct[0], cpuPct[1], lowerWins)
+	t.add("idle-wakeups/s", "thread wake-ups idle after boot, per second", wakeups[0], wakeups[1], lowerWins)
 
 	oneShot := map[string]struct{ ours, peer, code string }{
 		"node":   {"code-runner::run", "peer::node::run", "return 2+2"},

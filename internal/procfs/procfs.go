@@ -2,6 +2,7 @@
 package procfs
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -128,6 +129,68 @@ func TreeRSSKB(pid int) int64 {
 	n := RSSKB(pid)
 	for _, c := range Descendants(pid) {
 		n += RSSKB(c)
+	}
+	return n
+}
+
+// Wakeups returns how many times the threads of pid have been scheduled
+// onto a CPU so far (the second-to-last field of each thread's schedstat:
+// its timeslices). A thread that sleeps and wakes adds one, so the growth
+// over an idle window counts the process's wake-ups.
+func Wakeups(pid int) int64 {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 3 {
+			v, _ := strconv.ParseInt(f[2], 10, 64)
+			n += v
+		}
+	}
+	return n
+}
+
+// TreeWakeups is Wakeups summed over pid and every live process below it.
+func TreeWakeups(pid int) int64 {
+	n := Wakeups(pid)
+	for _, c := range Descendants(pid) {
+		n += Wakeups(c)
+	}
+	return n
+}
+
+// PSSKB returns pid's proportional set size in KiB (smaps_rollup's Pss:
+// each shared page divided among the processes that map it), or 0.
+func PSSKB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// TreePSSKB is PSSKB summed over pid and every live process below it: the
+// tree's memory with what its processes share counted once.
+func TreePSSKB(pid int) int64 {
+	n := PSSKB(pid)
+	for _, c := range Descendants(pid) {
+		n += PSSKB(c)
 	}
 	return n
 }

@@ -69,3 +69,23 @@ func TestTreeCountsChildren(t *testing.T) {
 		t.Fatal("an unreadable pid has no tree")
 	}
 }
+
+// A thread that sleeps and wakes is counted each time; PSS of this process
+// is positive and no more than its RSS.
+func TestWakeupsAndPSS(t *testing.T) {
+	before := Wakeups(os.Getpid())
+	for i := 0; i < 50; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if got := Wakeups(os.Getpid()) - before; got < 50 {
+		t.Fatalf("%d wake-ups counted over 50 sleeps", got)
+	}
+	pss, rss := PSSKB(os.Getpid()), RSSKB(os.Getpid())
+	if pss <= 0 || pss > rss {
+		t.Fatalf("PSS %d KiB, RSS %d KiB", pss, rss)
+	}
+	root := Wakeups(os.Getpid())
+	if TreeWakeups(os.Getpid()) < root || TreePSSKB(os.Getpid()) <= 0 {
+		t.Fatal("a tree counts less than its root")
+	}
+}

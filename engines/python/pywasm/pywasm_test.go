@@ -105,3 +105,11 @@ func TestPackagesServeStoredBytecodeAndDeflatedSources(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The embedded zips are the ones their builds wrote: each matches the
+// digest recorded beside it (Stdlib and Packages do not hash at start).
+func TestEmbeddedZipsMatchTheirDigests(t *testing.T) {
+	if err := Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
