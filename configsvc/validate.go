@@ -1,7 +1,6 @@
 package configsvc
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/code-runner-go/code-runner/internal/zipfs"
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/xeipuuv/gojsonschema"
@@ -150,17 +151,37 @@ func FromValue(doc any) (Config, error) {
 	return cfg, nil
 }
 
-// checkPythonPath refuses a python_path entry the python engine could not
-// mount: each must be an absolute path to a directory, or to a .zip or
-// .whl file that reads as a zip archive. Each problem names its entry.
+// checkPythonPath refuses a python_path entry no host could mount: each
+// must be a clean absolute path other than "/", named once. Whether it
+// exists is a fact of one host, not of the shared configuration: see
+// HostPathProblems. Each problem names its entry.
 func checkPythonPath(entries []string) []Problem {
+	var out []Problem
+	seen := map[string]bool{}
+	for i, p := range entries {
+		ptr := fmt.Sprintf("/python_path/%d", i)
+		switch {
+		case !filepath.IsAbs(p) || filepath.Clean(p) != p:
+			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q must be a clean absolute path (e.g. /opt/python-libs)", p)})
+		case p == "/":
+			out = append(out, Problem{Pointer: ptr, Text: "the root directory cannot be put on python's path; name the directory of the libraries"})
+		case seen[p]:
+			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is listed twice", p)})
+		}
+		seen[p] = true
+	}
+	return out
+}
+
+// HostPathProblems checks python_path against this host: each entry must
+// exist and be a directory, or a regular .zip or .whl file that reads as a
+// zip archive. A configuration file (one host's) is refused with these
+// problems; a shared configuration is not (another worker may have the
+// path), and a worker that lacks an entry says so and mounts the rest.
+func HostPathProblems(entries []string) []Problem {
 	var out []Problem
 	for i, p := range entries {
 		ptr := fmt.Sprintf("/python_path/%d", i)
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q must be a clean absolute path (e.g. /opt/python-libs)", p)})
-			continue
-		}
 		st, err := os.Stat(p)
 		if err != nil {
 			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q does not exist or cannot be read: %v", p, err)})
@@ -169,14 +190,16 @@ func checkPythonPath(entries []string) []Problem {
 		switch {
 		case st.IsDir():
 		case st.Mode().IsRegular() && (strings.HasSuffix(p, ".zip") || strings.HasSuffix(p, ".whl")):
-			z, err := zip.OpenReader(p)
-			if err != nil {
-				out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is not a readable zip archive: %v", p, err)})
-				continue
+			f, err := os.Open(p)
+			if err == nil {
+				_, err = zipfs.New(p, f, st.Size(), false)
+				_ = f.Close()
 			}
-			_ = z.Close()
+			if err != nil {
+				out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is not a zip archive python can read (stored or deflated entries): %v", p, err)})
+			}
 		default:
-			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is neither a directory nor a .zip or .whl file", p)})
+			out = append(out, Problem{Pointer: ptr, Text: fmt.Sprintf("%q is neither a directory nor a regular .zip or .whl file", p)})
 		}
 	}
 	return out

@@ -57,7 +57,15 @@ func ParseYAML(data []byte, env LookupEnv) (Config, error) {
 		}
 		return Config{}, validationErr(problems...)
 	}
-	return FromValue(val)
+	cfg, err := FromValue(val)
+	if err != nil {
+		return Config{}, err
+	}
+	// A file is one host's configuration: its python_path must be there.
+	if ps := HostPathProblems(cfg.PythonPath); len(ps) > 0 {
+		return Config{}, validationErr(ps...)
+	}
+	return cfg, nil
 }
 
 func hasPointer(ps []Problem, ptr string) bool {

@@ -8,7 +8,7 @@ import "strings"
 
 // Text is the guidance paragraph appended after the base prompt.
 const Text = "code-runner gives you a sandbox for quick calculations, reshaping data and small glue scripts, so reach for it before writing a throwaway shell script. " +
-	"Call code-runner::run with {lang, code}; the sandbox has no network and cannot see the host filesystem, and there is no package installer. " +
+	"Call code-runner::run with {lang, code}; the sandbox has no network and cannot see the host filesystem (only read-only libraries), and there is no package installer. " +
 	"With lang \"node\" you get bare V8 — NOT Node: no npm, no require, no process, no fs, no fetch, no Buffer and no `global`. " +
 	"Your code is the body of an async function: `return x` becomes `result`, top-level await works, and anything that must outlive one call goes on `globalThis`. " +
 	"With lang \"python\" the code runs as a module: assign `result = x` (a top-level return is a SyntaxError), iii.trigger blocks until it answers, and files live under /work rather than iii.files; besides the standard library (asyncio included) it can import sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, pydantic, jsonschema, attrs, toolz, more_itertools, tabulate, chardet, idna and packaging — but no pip, no numpy, no pandas. " +

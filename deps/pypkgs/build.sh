@@ -94,7 +94,10 @@ for d in "${DEBS[@]}"; do
 	if [[ ! -f $file ]] || [[ $(sha256sum "$file" | cut -d' ' -f1) != "$sum" ]]; then
 		mkdir -p "$CACHE_ROOT/debs"
 		echo "fetching $MIRROR/$path"
-		curl -fsSL --retry 3 -o "$file.tmp" "$MIRROR/$path"
+		curl -fsSL --retry 3 -o "$file.tmp" "$MIRROR/$path" || {
+			echo "error: cannot fetch $MIRROR/$path; Debian drops superseded point releases from its mirrors: set DEBIAN_MIRROR (e.g. to a snapshot.debian.org URL of that date) or update the pin above" >&2
+			exit 1
+		}
 		mv "$file.tmp" "$file"
 	fi
 	got=$(sha256sum "$file" | cut -d' ' -f1)
@@ -114,7 +117,8 @@ for d in "${DEBS[@]}"; do
 		# Regular files only (links become copies); posix/ and right/ are
 		# variants the zoneinfo module does not look in.
 		mkdir -p "$WORK/stage/zoneinfo"
-		(cd "$pkgroot/usr/share/zoneinfo" && find . -mindepth 1 \( -path ./posix -o -path ./right \) -prune -o \( -type f -o -type l \) -print |
+		# localtime links to the build host's /etc/localtime: left out.
+		(cd "$pkgroot/usr/share/zoneinfo" && find . -mindepth 1 \( -path ./posix -o -path ./right -o -path ./localtime \) -prune -o \( -type f -o -type l \) -print |
 			while read -r f; do mkdir -p "$WORK/stage/zoneinfo/$(dirname "$f")"; cp -L "$f" "$WORK/stage/zoneinfo/$f"; done)
 	fi
 	mkdir -p "$WORK/stage/doc/$name"
@@ -134,6 +138,8 @@ rm -f "$SITE/isympy.py"
 [[ -z $(find "$SITE" -name '*.so' -o -name '*.pyd') ]] || { echo "error: a C extension is left in the bundle" >&2; exit 1; }
 
 /usr/bin/python3.11 -m compileall -q -j"$(nproc)" --invalidation-mode unchecked-hash "$SITE" >/dev/null
+# The same bytes whatever the builder's umask and clock.
+chmod -R u=rwX,go=rX "$WORK/stage"
 find "$WORK/stage" -exec touch -h -d '2023-02-08 00:00:00' {} +
 (cd "$WORK/stage" && find . -type f | LC_ALL=C sort | sed 's|^\./||' | zip -q -X -n .pyc -@ "$WORK/pkgs.zip")
 

@@ -16,7 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -80,14 +82,15 @@ type Options struct {
 
 // Engine implements core.Engine for lang "python".
 type Engine struct {
-	opts   Options
-	log    *slog.Logger
-	ready  chan struct{}
-	err    error
-	wasm   []byte
-	stdlib fs.FS // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
-	pkgs   fs.FS // the package bundle, its trees mounted read-only (bootInterp); nil with Options.Wasm
-	cache  wazero.CompilationCache
+	opts       Options
+	log        *slog.Logger
+	ready      chan struct{}
+	err        error
+	wasm       []byte
+	stdlib     fs.FS        // mounted read-only at pywasm.StdlibDir; nil with Options.Wasm
+	pathWarned atomic.Value // the python_path value Commit last checked against this host
+	pkgs       fs.FS        // the package bundle, its trees mounted read-only (bootInterp); nil with Options.Wasm
+	cache      wazero.CompilationCache
 
 	mu   sync.Mutex
 	wr   *wasmRuntime // nil until boot compiled python.wasm
@@ -359,6 +362,14 @@ func (e *Engine) Commit(*configsvc.Snapshot) {
 	}
 	if e.pool != nil {
 		e.pool.Kick()
+	}
+	// A shared configuration is not refused for a path this host lacks
+	// (configsvc.HostPathProblems): say so here, once per value.
+	paths := e.config().PythonPath
+	if key := strings.Join(paths, "\x00"); key != e.pathWarned.Swap(key) {
+		for _, p := range configsvc.HostPathProblems(paths) {
+			e.log.Warn("python_path entry cannot be mounted on this host; python imports from it will fail", "entry", p.Pointer, "problem", p.Text)
+		}
 	}
 }
 

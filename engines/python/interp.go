@@ -196,6 +196,9 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 			// restore it could not place, say) ends this interpreter, not
 			// the worker.
 			if r := recover(); r != nil {
+				if m := wr.rt.Module(ip.name); m != nil {
+					_ = m.Close(context.Background())
+				}
 				ip.exitErr = fmt.Errorf("python interpreter panicked: %v", r)
 				ip.kill()
 				closeAll()

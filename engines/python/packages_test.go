@@ -3,6 +3,7 @@ package python
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -186,6 +187,14 @@ func TestTheGuidanceNamesWhatIsThere(t *testing.T) {
 	list, _, ok2 := strings.Cut(rest, " — but")
 	if !ok || !ok2 {
 		t.Fatal("the guidance no longer lists python's libraries as \"it can import … — but\"")
+	}
+	// The console's run card names the same libraries (ui/src/run.tsx).
+	tsx, err := os.ReadFile("../../ui/src/run.tsx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "'" + strings.ReplaceAll(list, " and ", ", ") + "'"; !strings.Contains(string(tsx), want) {
+		t.Fatalf("ui/src/run.tsx's PYTHON_LIBRARIES is not the guidance's list %s", want)
 	}
 	var names []string
 	for _, n := range strings.Split(strings.ReplaceAll(list, " and ", ", "), ", ") {

@@ -17,10 +17,11 @@ import (
 // after the standard library and the package bundle. A directory is opened
 // as an os.Root, so nothing under it (a symlink, a "..") resolves outside
 // it; an archive is served by zipfs from its open file. Each interpreter
-// opens its own handles when it boots and closes them when it ends, so an
-// entry read at boot stays what that interpreter sees: the path applies to
+// opens its own handles when it boots and closes them when it ends: the
+// path applies to
 // interpreters started after a change, and the pool drops those booted with
-// another (pathKey).
+// another (pathKey). What an archive holds is fixed by its open file; a
+// directory's contents are read as they are.
 
 // pkgsDir is where entry i is mounted: /pkgs/<i>.
 const pkgsDir = "/pkgs/"
@@ -58,10 +59,11 @@ func openEntry(p string) (operatorMount, error) {
 		if err != nil {
 			return operatorMount{}, err
 		}
-		return operatorMount{fsys: root.FS(), close: root}, nil
+		return operatorMount{fsys: plainFiles{root}, close: root}, nil
 	}
-	if !strings.HasSuffix(p, ".zip") && !strings.HasSuffix(p, ".whl") {
-		return operatorMount{}, errors.New("neither a directory nor a .zip or .whl file")
+	if !st.Mode().IsRegular() || (!strings.HasSuffix(p, ".zip") && !strings.HasSuffix(p, ".whl")) {
+		// Checked before the open: opening a FIFO named x.zip would block.
+		return operatorMount{}, errors.New("neither a directory nor a regular .zip or .whl file")
 	}
 	f, err := os.Open(p)
 	if err != nil {
@@ -82,6 +84,41 @@ func openEntry(p string) (operatorMount, error) {
 	return operatorMount{fsys: z, close: f}, nil
 }
 
-// pathKey identifies a python_path value: interpreters booted with another
-// one are not handed out again.
-func pathKey(entries []string) string { return strings.Join(entries, "\x00") }
+// plainFiles serves an operator directory through its os.Root, opening
+// only directories and regular files: opening a FIFO or a device would
+// block the guest's open (and a stat, which opens) beyond any kill.
+type plainFiles struct{ root *os.Root }
+
+func (p plainFiles) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	st, err := p.root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return p.root.Open(name)
+}
+
+// pathKey identifies a python_path value as this host has it: each entry
+// with the identity of what it names (device, inode, size, modification
+// time), or "missing". Interpreters booted with another key are not
+// handed out again, so a wheel replaced at the same path, or an entry that
+// appeared, reaches the next interpreters; the contents of a directory
+// are read live (a new file in it is seen at once).
+func pathKey(entries []string) string {
+	var b strings.Builder
+	for _, p := range entries {
+		b.WriteString(p)
+		if st, err := os.Stat(p); err != nil {
+			b.WriteString("\x00missing")
+		} else {
+			fmt.Fprintf(&b, "\x00%d\x00%d\x00%s", st.Size(), st.ModTime().UnixNano(), identity(st))
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/code-runner-go/code-runner/configsvc"
@@ -110,6 +111,16 @@ result = [acme.greet('ops'), extra_mod.VALUE, tiny.double(21), importlib.metadat
 	if err != nil || string(res.Result) != `"keeps its path"` {
 		t.Fatalf("a kept runtime started before the change: %s %v", res.Result, err)
 	}
+	// The wheel replaced at the same path: interpreters started from now on
+	// import the new one.
+	writeZip(t, whl, map[string]string{"tiny/__init__.py": "def double(x):\n    return 'v2'\n"})
+	r.eng.Commit(r.router.Live())
+	for i := 0; i < 3; i++ {
+		res, err := r.run(t, map[string]any{"code": "import tiny\nresult = tiny.double(1)"})
+		if err != nil || string(res.Result) != `"v2"` {
+			t.Fatalf("one-shot %d after the wheel was replaced: %s %v\n%s", i, res.Result, err, res.Stderr)
+		}
+	}
 	r.setPythonPath([]string{})
 	res, err = r.run(t, map[string]any{"code": "import sys\ntry:\n    import acme\n    result = 'still there'\nexcept ImportError:\n    result = [p for p in sys.path if p.startswith('/pkgs')]"})
 	if err != nil || string(res.Result) != `[]` {
@@ -139,6 +150,10 @@ func TestOperatorPythonPathIsReadOnlyAndLinkProof(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(libDir, "etc")); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO would block an open (and wazero's stat, which opens) forever.
+	if err := syscall.Mkfifo(filepath.Join(libDir, "pipe.py"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := newRig(t, nil)
 	r.setPythonPath([]string{libDir})
 	res := r.mustRun(t, `import os
@@ -149,14 +164,19 @@ for op in (lambda: open('/pkgs/0/ok.py', 'a'),
            lambda: os.mkdir('/pkgs/0/d'),
            lambda: open('/pkgs/0/leak.txt').read(),
            lambda: os.listdir('/pkgs/0/etc'),
-           lambda: open('/pkgs/0/../../etc/passwd').read()):
+           lambda: open('/pkgs/0/../../etc/passwd').read(),
+           lambda: open('/pkgs/0/pipe.py').read(),
+           lambda: __import__('pipe')):
     try:
         r = op()
         out.append('allowed: ' + str(r)[:40])
-    except OSError as e:
+    except (OSError, ImportError) as e:
         out.append(type(e).__name__)
 import ok
 result = [out, ok.X]`)
+	if strings.Count(string(res.Result), "Error") < 9 {
+		t.Fatalf("not every operation was refused: %s", res.Result)
+	}
 	if strings.Contains(string(res.Result), "allowed") || strings.Contains(res.Stdout+string(res.Result), "host secret") || !strings.HasSuffix(string(res.Result), ",1]") {
 		t.Fatalf("%s %s", res.Result, res.Stderr)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"sync"
+	"weak"
 )
 
 // FS serves a zip as a file system whose files can seek and
@@ -23,6 +24,12 @@ type FS struct {
 	z     *zip.Reader
 	ra    io.ReaderAt
 	files map[string]*zip.File
+
+	// One inflated copy per deflated entry, shared by every open file of
+	// it and dropped once none is left: however often a guest opens an
+	// entry, it costs its size once (weak: the cache holds nothing alive).
+	mu       sync.Mutex
+	inflated map[string]weak.Pointer[inflater]
 }
 
 // New reads the zip's directory. name is for errors; stored says whether
@@ -54,7 +61,7 @@ func (z *FS) Open(name string) (fs.File, error) {
 	if f.Method == zip.Deflate {
 		// Inflated at the first read: the interpreter opens a module's
 		// source only to stat it (a hash-checked .pyc needs no source).
-		return &File{SectionReader: io.NewSectionReader(&inflater{f: f}, 0, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
+		return &File{SectionReader: io.NewSectionReader(z.inflaterOf(name, f), 0, int64(f.UncompressedSize64)), info: f.FileInfo()}, nil
 	}
 	off, err := f.DataOffset()
 	if err != nil {
@@ -83,6 +90,21 @@ func (z *FS) Method(name string) (uint16, bool) {
 		return 0, false
 	}
 	return f.Method, true
+}
+
+// inflaterOf returns the shared inflater of a deflated entry.
+func (z *FS) inflaterOf(name string, f *zip.File) *inflater {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if in := z.inflated[name].Value(); in != nil {
+		return in
+	}
+	if z.inflated == nil {
+		z.inflated = map[string]weak.Pointer[inflater]{}
+	}
+	in := &inflater{f: f}
+	z.inflated[name] = weak.Make(in)
+	return in
 }
 
 // inflater reads a deflated entry at offsets, inflating it whole the first

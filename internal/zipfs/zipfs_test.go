@@ -68,3 +68,32 @@ func TestEntriesReadAtOffsetsWhateverTheirMethod(t *testing.T) {
 		t.Fatalf("a store-only archive accepted a deflated entry: %v", err)
 	}
 }
+
+// Open files of one deflated entry share its inflated bytes: a guest
+// opening it a thousand times costs its size once.
+func TestOpensOfOneEntryShareItsInflatedBytes(t *testing.T) {
+	ra := archive(t, zip.Deflate, map[string]string{"big.py": strings.Repeat("x = 1\n", 100000)})
+	z, err := New("t.zip", ra, ra.Size(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []fs.File
+	p := make([]byte, 1)
+	for i := 0; i < 1000; i++ {
+		f, err := z.Open("big.py")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Read(p); err != nil || p[0] != 'x' {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	first := files[0].(*File).SectionReader
+	last := files[len(files)-1].(*File).SectionReader
+	a, _, _ := first.Outer()
+	b, _, _ := last.Outer()
+	if a != b {
+		t.Fatal("two open files of one entry inflated it twice")
+	}
+}
