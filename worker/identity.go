@@ -118,7 +118,7 @@ func answers(ctx context.Context, client *iii.Client, fn string) bool {
 // serves (code-runner::run and the rest) still have a holder on the
 // engine: within it (plus a call) another worker takes them over when
 // their holder leaves (contract §24.3: within 5 s).
-const holdInterval = 2 * time.Second
+const holdInterval = 4 * time.Second
 
 // holdSharedIDs keeps the shared ids served while ctx lives: every
 // interval it asks the engine (engine::functions::list) which of ids have

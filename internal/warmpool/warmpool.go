@@ -234,6 +234,23 @@ func (p *Pool[T]) keepLocked() int {
 	return n
 }
 
+// idleRecheck is how often an idle pool looks at its entries unprompted
+// (one that died while parked is replaced by then); everything else that
+// changes its size kicks it.
+const idleRecheck = 5 * time.Second
+
+// recheckLocked is how long the filler may wait for a kick: until a burst
+// it holds entries for ends (it then shrinks back), at most idleRecheck.
+func (p *Pool[T]) recheckLocked() time.Duration {
+	wait := idleRecheck
+	if p.peak > p.cfg.Want() {
+		if end := time.Until(p.peakAt.Add(p.cfg.Burst)) + 10*time.Millisecond; end > 0 && end < wait {
+			wait = end
+		}
+	}
+	return wait
+}
+
 // roomLocked reports whether one more entry fits: a caller is waiting for
 // one, or it is within the target counting parked entries only, or within
 // the recent peak counting loans.
@@ -335,12 +352,18 @@ func (p *Pool[T]) fill() {
 	defer p.wg.Done()
 	backoff := time.Second
 	for {
+		p.mu.Lock()
+		wait := p.recheckLocked()
+		p.mu.Unlock()
+		recheck := time.NewTimer(wait)
 		select {
 		case <-p.stop:
+			recheck.Stop()
 			return
 		case <-p.wake:
-		case <-time.After(time.Second):
+		case <-recheck.C:
 		}
+		recheck.Stop()
 		for {
 			p.mu.Lock()
 			keep := p.keepLocked()
