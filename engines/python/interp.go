@@ -191,39 +191,34 @@ func (e *Engine) bootInterp(ctx context.Context, memMB int64, workDir string) (*
 	e.live[ip] = true
 	e.mu.Unlock()
 	go func() {
+		// The instance is gone: its module closed, its handles and /out
+		// released, and anyone waiting told.
+		ended := func(mod api.Module, err error) {
+			if mod != nil {
+				_ = mod.Close(context.Background())
+			}
+			ip.exitErr = err
+			ip.kill()
+			closeAll()
+			_ = os.RemoveAll(outDir)
+			e.mu.Lock()
+			delete(e.live, ip)
+			e.mu.Unlock()
+			close(ip.done)
+		}
 		defer func() {
 			// A wasm panic wazero did not turn into an error (a snapshot
 			// restore it could not place, say) ends this interpreter, not
 			// the worker.
 			if r := recover(); r != nil {
-				if m := wr.rt.Module(ip.name); m != nil {
-					_ = m.Close(context.Background())
-				}
-				ip.exitErr = fmt.Errorf("python interpreter panicked: %v", r)
-				ip.kill()
-				closeAll()
-				_ = os.RemoveAll(outDir)
-				e.mu.Lock()
-				delete(e.live, ip)
-				e.mu.Unlock()
-				close(ip.done)
+				ended(wr.rt.Module(ip.name), fmt.Errorf("python interpreter panicked: %v", r))
 			}
 		}()
 		mod, err := wr.rt.InstantiateModule(withRewind(withLinearMemory(runCtx, &ip.mem, ip.memCap), ip.stdin), wr.mod, cfg)
 		// wazero closes the instance itself only when _start fails; a
 		// wrapper that ends normally (EOF on stdin after a kill) returns it
 		// open, with its memory, its files and its directory descriptors.
-		if mod != nil {
-			_ = mod.Close(context.Background())
-		}
-		ip.exitErr = err
-		ip.kill()
-		closeAll()
-		_ = os.RemoveAll(outDir)
-		e.mu.Lock()
-		delete(e.live, ip)
-		e.mu.Unlock()
-		close(ip.done)
+		ended(mod, err)
 	}()
 	select {
 	case ev := <-ip.events:
