@@ -27,52 +27,51 @@ type logRecord struct {
 	SpanID         string         `json:"spanId,omitempty"`
 }
 
-// logBatcher collects records and sends them as one LOGS frame per flush.
-// It holds at most max records; more are dropped and counted.
+// logBatcher collects records and sends them as one LOGS frame per flush,
+// one interval after the first record of a batch (no timer runs while
+// nothing is logged). It holds at most max records; more are dropped and
+// counted.
 type logBatcher struct {
 	sink     *Sink
 	resource []otlpKeyValue
 	scope    otlpScope
 	max      int
+	timer    *lazyTimer
 
 	mu      sync.Mutex
 	batch   []logRecord
+	closed  bool
 	dropped atomic.Int64
-	stop    chan struct{}
-	done    chan struct{}
 }
 
 func newLogBatcher(sink *Sink, resource []attribute.KeyValue, scope otlpScope, every time.Duration) *logBatcher {
-	b := &logBatcher{sink: sink, resource: keyValues(resource), scope: scope, max: 512, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(b.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				b.flush()
-			case <-b.stop:
-				b.flush()
-				return
-			}
-		}
-	}()
+	b := &logBatcher{sink: sink, resource: keyValues(resource), scope: scope, max: 512}
+	b.timer = newLazyTimer(every, b.flush)
 	return b
 }
 
 func (b *logBatcher) add(r logRecord) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
 	if len(b.batch) >= b.max {
+		b.mu.Unlock()
 		b.dropped.Add(1)
 		return
 	}
 	b.batch = append(b.batch, r)
+	first := len(b.batch) == 1
+	b.mu.Unlock()
+	if first {
+		b.timer.arm()
+	}
 }
 
 // flush sends what has been collected as one frame.
 func (b *logBatcher) flush() {
+	b.timer.disarm()
 	b.mu.Lock()
 	batch := b.batch
 	b.batch = nil
@@ -93,10 +92,12 @@ func (b *logBatcher) ForceFlush(context.Context) error {
 	return nil
 }
 
-// Shutdown stops the batcher after a last flush.
+// Shutdown sends what has been collected; later records are dropped.
 func (b *logBatcher) Shutdown(context.Context) error {
-	close(b.stop)
-	<-b.done
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.flush()
 	return nil
 }
 

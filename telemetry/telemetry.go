@@ -120,7 +120,7 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 			return nil, err
 		}
 		t.sink = NewSink(otel, o.QueueFrames, o.Log)
-		procs = append(procs, sdktrace.WithBatcher(&engineExporter{sink: t.sink}, sdktrace.WithBatchTimeout(o.FlushInterval)))
+		procs = append(procs, sdktrace.WithSpanProcessor(newSpanBatcher(&engineExporter{sink: t.sink}, o.FlushInterval)))
 	}
 	var (
 		readers []sdkmetric.Option
@@ -148,7 +148,7 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 			}
 			return nil, fmt.Errorf("OTLP/HTTP exporter for %s: %w", o.OTLPEndpoint, err)
 		}
-		procs = append(procs, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(o.FlushInterval)))
+		procs = append(procs, sdktrace.WithSpanProcessor(newSpanBatcher(exp, o.FlushInterval)))
 		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(o.MetricInterval))))
 		// The batch processor drops records when its queue is full; it
 		// never makes a logging call wait.
