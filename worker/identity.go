@@ -114,11 +114,16 @@ func answers(ctx context.Context, client *iii.Client, fn string) bool {
 	return err == nil
 }
 
-// holdInterval is how often a worker checks that the ids every worker
-// serves (code-runner::run and the rest) still have a holder on the
-// engine: within it (plus a call) another worker takes them over when
-// their holder leaves (contract §24.3: within 5 s).
-const holdInterval = 4 * time.Second
+// holdInterval is how often a worker checks, with nothing to prompt it,
+// that the ids every worker serves (code-runner::run and the rest) still
+// have a holder on the engine. The engine's engine::workers-available
+// event for a departed worker, fired after its functions are released,
+// prompts the check at once: that is how another worker takes the ids
+// over within contract §24.3's 5 s. The timer covers an event that never
+// arrived. Each check is a round trip to the engine, a dozen thread
+// wake-ups of an otherwise idle worker; at 4 s they were most of its idle
+// wake-ups (issue 31).
+const holdInterval = 30 * time.Second
 
 // holdSharedIDs keeps the shared ids served while ctx lives: every
 // interval it asks the engine (engine::functions::list) which of ids have
