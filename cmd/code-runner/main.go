@@ -26,7 +26,6 @@ import (
 	"github.com/code-runner-go/code-runner/engines/node/isolatehost"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
-	"github.com/code-runner-go/code-runner/internal/tuning"
 	_ "github.com/code-runner-go/code-runner/internal/v8compat"
 )
 
@@ -35,20 +34,7 @@ func main() {
 		// Hidden mode: this process is one supervised V8 isolate host.
 		os.Exit(isolatehost.Serve())
 	}
-	if err := keepMonitorAwake(os.Args[1:]); err != nil {
-		fmt.Fprintf(os.Stderr, "code-runner: serving with the Go scheduler monitor parking when idle (a light call then costs ~25%% more CPU): %v\n", err)
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
-}
-
-// keepMonitorAwake re-executes the worker with the runtime's monitor kept
-// awake (tuning.KeepMonitorAwake) when it is about to serve; other
-// subcommands are left as they are.
-func keepMonitorAwake(args []string) error {
-	if len(args) > 0 && (args[0] == "version" || args[0] == "run") {
-		return nil
-	}
-	return tuning.KeepMonitorAwake()
 }
 
 // run executes the command line and returns the exit status.

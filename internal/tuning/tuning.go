@@ -7,9 +7,14 @@
 //	knob                         switch                               price
 //	Governor (one P per call)    GOMAXPROCS in the environment: off   a stop-the-world on each raise
 //	ExtraProcs (spare Ps)        GOMAXPROCS in the environment: off   more threads under load
-//	KeepMonitorAwake (re-exec)   GODEBUG=schedtrace=0: off            ~100 wake-ups/s, 2–3 ms CPU/s idle
 //	PipeSpin (pipe poll)         the constant                         up to 50 µs of CPU per pipe read
 //	MemoryReturner               the constant ReturnDelay             one FreeOSMemory per burst of disposals
+//
+// The runtime's system monitor is left to park while the worker is idle.
+// Keeping it polling (GODEBUG=schedtrace=2147483647, the operator's
+// switch) saves ~15 % of the CPU of a light call that follows idle time,
+// for ~100 wake-ups a second while idle (docs/architecture.md, "Why does
+// the runtime's monitor park while the worker is idle?").
 //
 // Nothing here is guest-facing; every knob only moves when and where the
 // worker spends CPU, never what a guest may do.
