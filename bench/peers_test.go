@@ -147,6 +147,24 @@ func BenchmarkAgainstPeers(b *testing.B) {
 		"node":   {"code-runner::run", "peer::node::run", "return 2+2"},
 		"python": {"code-runner::run", "peer::python::run", "result = 2+2"},
 	}
+	// One call every 800 ms, as an agent that thinks between its calls
+	// makes them: each worker's CPU over the whole window, gaps included,
+	// per call — what a warm, mostly idle worker costs for each call.
+	for _, lang := range []string{"python", "node"} {
+		c := oneShot[lang]
+		perCall := func(id string, pid int) float64 {
+			const n = 6
+			c0 := procfs.TreeCPU(pid)
+			for i := 0; i < n; i++ {
+				if _, err := call(id, map[string]any{"lang": lang, "code": c.code}); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(800 * time.Millisecond)
+			}
+			return msf(procfs.TreeCPU(pid)-c0) / n
+		}
+		t.add(lang+"-oneshot-every-800ms-cpu-ms/call", lang+" one-shot every 800 ms, worker CPU per call (gaps included), ms", perCall(c.ours, ours.pid()), perCall(c.peer, peer.pid()), lowerWins)
+	}
 	for _, lang := range []string{"node", "python"} {
 		c := oneShot[lang]
 		one := func(id string) benchutil.Samples {
