@@ -16,7 +16,9 @@ import (
 // keep the same batching with no timer armed while idle.
 
 // lazyTimer runs fire once, every after the first arm since the last
-// disarm. It is idle — no timer, no goroutine — until armed.
+// disarm. It is idle — no timer, no goroutine — until armed. Each arm and
+// disarm starts a new generation; a timer that fires for an older one (it
+// lost a race with a disarm) does nothing.
 type lazyTimer struct {
 	every time.Duration
 	fire  func()
@@ -24,6 +26,7 @@ type lazyTimer struct {
 
 	mu    sync.Mutex
 	timer *time.Timer
+	gen   uint64
 }
 
 func newLazyTimer(every time.Duration, fire func()) *lazyTimer {
@@ -35,7 +38,9 @@ func (l *lazyTimer) arm() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.timer == nil {
-		l.timer = l.after(l.every, l.fired)
+		l.gen++
+		gen := l.gen
+		l.timer = l.after(l.every, func() { l.fired(gen) })
 	}
 }
 
@@ -43,14 +48,19 @@ func (l *lazyTimer) arm() {
 func (l *lazyTimer) disarm() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.gen++
 	if l.timer != nil {
 		l.timer.Stop()
 		l.timer = nil
 	}
 }
 
-func (l *lazyTimer) fired() {
+func (l *lazyTimer) fired(gen uint64) {
 	l.mu.Lock()
+	if gen != l.gen {
+		l.mu.Unlock()
+		return // disarmed (and its batch taken) since this timer started
+	}
 	l.timer = nil
 	l.mu.Unlock()
 	l.fire()
@@ -60,6 +70,9 @@ func (l *lazyTimer) fired() {
 // to an exporter in batches of up to batchMax, one interval after the first
 // span of a batch at the latest. It holds at most queueMax spans; more are
 // dropped and counted, so recording a span never waits on an export.
+// ForceFlush and Shutdown honour their context: they return its error when
+// it ends first, and whatever is still queued is left to a later flush (or
+// dropped, after Shutdown).
 type spanBatcher struct {
 	exp      sdktrace.SpanExporter
 	queueMax int
@@ -67,7 +80,9 @@ type spanBatcher struct {
 	timeout  time.Duration // for each export
 	timer    *lazyTimer
 
-	exportMu sync.Mutex // the exporter sees one export at a time
+	exporting chan struct{} // one slot: the exporter sees one export at a time
+	stopped   context.Context
+	stop      context.CancelFunc // ends the timer's and a full batch's exports at Shutdown
 
 	mu       sync.Mutex
 	spans    []sdktrace.ReadOnlySpan
@@ -77,8 +92,9 @@ type spanBatcher struct {
 }
 
 func newSpanBatcher(exp sdktrace.SpanExporter, every time.Duration) *spanBatcher {
-	b := &spanBatcher{exp: exp, queueMax: 2048, batchMax: 512, timeout: 30 * time.Second}
-	b.timer = newLazyTimer(every, func() { _ = b.export(context.Background()) })
+	b := &spanBatcher{exp: exp, queueMax: 2048, batchMax: 512, timeout: 30 * time.Second, exporting: make(chan struct{}, 1)}
+	b.stopped, b.stop = context.WithCancel(context.Background())
+	b.timer = newLazyTimer(every, func() { _ = b.export(b.stopped) })
 	return b
 }
 
@@ -109,7 +125,7 @@ func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	if full {
 		go func() {
-			_ = b.export(context.Background())
+			_ = b.export(b.stopped)
 			b.mu.Lock()
 			b.draining = false
 			b.mu.Unlock()
@@ -117,13 +133,27 @@ func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 }
 
-// export hands everything queued to the exporter, a batch at a time.
+// export hands everything queued to the exporter, a batch at a time, until
+// the queue is empty or ctx ends.
 func (b *spanBatcher) export(ctx context.Context) error {
-	b.exportMu.Lock()
-	defer b.exportMu.Unlock()
+	select {
+	case b.exporting <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.exporting }()
 	b.timer.disarm()
 	var first error
 	for {
+		if err := ctx.Err(); err != nil {
+			b.mu.Lock()
+			left := len(b.spans) > 0 && !b.closed
+			b.mu.Unlock()
+			if left {
+				b.timer.arm() // what is left goes with the next flush
+			}
+			return err
+		}
 		b.mu.Lock()
 		n := min(len(b.spans), b.batchMax)
 		batch := b.spans[:n:n]
@@ -145,18 +175,40 @@ func (b *spanBatcher) export(ctx context.Context) error {
 }
 
 // ForceFlush implements sdktrace.SpanProcessor: everything queued is
-// exported before it returns.
+// exported before it returns, unless ctx ends first.
 func (b *spanBatcher) ForceFlush(ctx context.Context) error { return b.export(ctx) }
 
 // Shutdown implements sdktrace.SpanProcessor: later spans are dropped,
-// queued ones exported, then the exporter shut down.
+// queued ones exported while ctx lasts, then the exporter is shut down.
+// When ctx ends first, Shutdown returns its error at once; an export still
+// running gets its context cancelled, and the exporter is shut down after
+// it.
 func (b *spanBatcher) Shutdown(ctx context.Context) error {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
-	err := b.export(ctx)
-	if serr := b.exp.Shutdown(ctx); err == nil {
-		err = serr
+	done := make(chan error, 1)
+	go func() {
+		err := b.export(ctx)
+		b.stop()
+		b.timer.disarm()
+		b.mu.Lock()
+		b.dropped.Add(int64(len(b.spans))) // left when ctx ended
+		b.spans = nil
+		b.mu.Unlock()
+		if serr := b.exp.Shutdown(ctx); err == nil {
+			err = serr
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		b.stop()
+		return ctx.Err()
 	}
-	return err
 }
+
+// Dropped is how many spans did not fit in the queue.
+func (b *spanBatcher) Dropped() int64 { return b.dropped.Load() }

@@ -2,7 +2,11 @@ package telemetry
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,7 +138,6 @@ func TestSpanBatchesFlushWhenFullForcedOrShutDown(t *testing.T) {
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b.OnEnd(nil) // after Shutdown: dropped before it is looked at
 	got := exp.sizes()
 	if len(got) != 3 || got[2] != 5 {
 		t.Fatalf("batches after Shutdown %v, want a third of 5", got)
@@ -163,37 +166,127 @@ func TestSpanBatcherDropsWhatItCannotHold(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("recording spans waited for a stuck exporter")
 	}
-	if d := b.dropped.Load(); d < 10 {
+	if d := b.Dropped(); d < 10 {
 		t.Fatalf("dropped %d spans, want at least 10", d)
 	}
 	close(block)
-	_ = tp.Shutdown(context.Background())
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(b.batchMax + b.queueMax + 10)
+	if got := exp.exported.Load() + b.Dropped(); got != total {
+		t.Fatalf("exported %d + dropped %d = %d spans, want all %d accounted for", exp.exported.Load(), b.Dropped(), got, total)
+	}
 }
 
-type blockingExporter struct{ release chan struct{} }
+type blockingExporter struct {
+	release   chan struct{}
+	entered   atomic.Bool
+	cancelled chan struct{}
+	once      sync.Once
+	exported  atomic.Int64
+}
 
-func (e *blockingExporter) ExportSpans(ctx context.Context, _ []sdktrace.ReadOnlySpan) error {
+func (e *blockingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.entered.Store(true)
 	select {
 	case <-e.release:
+		e.exported.Add(int64(len(spans)))
 	case <-ctx.Done():
+		if e.cancelled != nil {
+			e.once.Do(func() { close(e.cancelled) })
+		}
+		return ctx.Err()
 	}
 	return nil
 }
 
 func (e *blockingExporter) Shutdown(context.Context) error { return nil }
 
-// Log records behave the same: one timer per batch, none while idle.
-func TestLogBatchesWaitOnlyWhileRecordsArePending(t *testing.T) {
-	b := newLogBatcher(nil, nil, otlpScope{Name: "test"}, time.Hour)
-	arms := countArms(b.timer)
-	var flushed [][]logRecord
-	b.timer.fire = func() {
-		b.timer.disarm()
-		b.mu.Lock()
-		flushed = append(flushed, b.batch)
-		b.batch = nil
-		b.mu.Unlock()
+// A timer that fires after a disarm (it lost the race to it) does nothing:
+// the disarm's flush took its batch, and a newer timer stays the one
+// tracked.
+func TestAStaleTimerDoesNothing(t *testing.T) {
+	fired := 0
+	l := newLazyTimer(time.Hour, func() { fired++ })
+	var callbacks []func()
+	l.after = func(d time.Duration, f func()) *time.Timer {
+		callbacks = append(callbacks, f)
+		return time.NewTimer(d)
 	}
+	l.arm()
+	l.disarm()
+	l.arm()
+	callbacks[0]() // the first timer, firing late
+	if fired != 0 {
+		t.Fatal("a timer disarmed before it fired still fired")
+	}
+	l.mu.Lock()
+	tracked := l.timer != nil
+	l.mu.Unlock()
+	if !tracked {
+		t.Fatal("a stale timer made the batcher forget the running one")
+	}
+	callbacks[1]()
+	if fired != 1 {
+		t.Fatalf("the running timer fired %d times, want 1", fired)
+	}
+}
+
+// Shutdown and ForceFlush return when their context ends, even while an
+// export is stuck in the exporter; Shutdown then cancels that export.
+func TestSpanBatcherHonoursTheShutdownContext(t *testing.T) {
+	exp := &blockingExporter{release: make(chan struct{}), cancelled: make(chan struct{})}
+	b := newSpanBatcher(exp, time.Millisecond)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	endSpans(tp, 1) // the timer's export blocks in the exporter
+	for i := 0; i < 1000 && !exp.entered.Load(); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !exp.entered.Load() {
+		t.Fatal("the timer never exported")
+	}
+	endSpans(tp, 3)
+	for _, op := range []struct {
+		name string
+		fn   func(context.Context) error
+	}{{"ForceFlush", b.ForceFlush}, {"Shutdown", b.Shutdown}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- op.fn(ctx) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s past its deadline returned %v, want the context's error", op.name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s waited for a stuck exporter past its context", op.name)
+		}
+		cancel()
+	}
+	select {
+	case <-exp.cancelled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Shutdown left the stuck export running")
+	}
+	// Shutdown counts what it could not send once the cancelled export
+	// has given the exporter back.
+	for i := 0; i < 1000 && b.Dropped() != 3; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := b.Dropped(); d != 3 {
+		t.Fatalf("spans left queued at Shutdown: %d counted dropped, want 3", d)
+	}
+}
+
+// Log records behave the same: one timer per batch, none while idle, and
+// each batch is one LOGS frame on the sink.
+func TestLogBatchesWaitOnlyWhileRecordsArePending(t *testing.T) {
+	sink := NewSink("ws://127.0.0.1:1/otel", 16, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer sink.Close(context.Background())
+	b := newLogBatcher(sink, nil, otlpScope{Name: "test"}, 20*time.Millisecond)
+	arms := countArms(b.timer)
+	frames := func() int { return len(sink.queue) }
 	if n := arms(); n != 0 {
 		t.Fatalf("a new batcher started its timer %d times", n)
 	}
@@ -202,12 +295,26 @@ func TestLogBatchesWaitOnlyWhileRecordsArePending(t *testing.T) {
 	if n := arms(); n != 1 {
 		t.Fatalf("two records started the timer %d times, want 1", n)
 	}
-	b.timer.fired()
-	if len(flushed) != 1 || len(flushed[0]) != 2 {
-		t.Fatalf("flushed %v, want one batch of 2", flushed)
+	for i := 0; i < 1000 && frames() == 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if frames() != 1 {
+		t.Fatalf("%d frames queued for two records, want 1", frames())
+	}
+	time.Sleep(150 * time.Millisecond) // several intervals with nothing logged
+	if n, f := arms(), frames(); n != 1 || f != 1 {
+		t.Fatalf("while idle: timer started %d times, %d frames; want 1 and 1", n, f)
 	}
 	b.add(logRecord{SeverityText: "INFO"})
-	if n := arms(); n != 2 {
-		t.Fatalf("the next record started the timer %d times in all, want 2", n)
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f := frames(); f != 2 {
+		t.Fatalf("%d frames after Shutdown, want the pending record's as a second", f)
+	}
+	b.add(logRecord{SeverityText: "INFO"})
+	b.flush()
+	if f := frames(); f != 2 {
+		t.Fatal("a record logged after Shutdown was sent")
 	}
 }

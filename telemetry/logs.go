@@ -38,6 +38,8 @@ type logBatcher struct {
 	max      int
 	timer    *lazyTimer
 
+	flushing sync.Mutex // held from taking a batch until it is queued on the sink
+
 	mu      sync.Mutex
 	batch   []logRecord
 	closed  bool
@@ -71,6 +73,8 @@ func (b *logBatcher) add(r logRecord) {
 
 // flush sends what has been collected as one frame.
 func (b *logBatcher) flush() {
+	b.flushing.Lock()
+	defer b.flushing.Unlock()
 	b.timer.disarm()
 	b.mu.Lock()
 	batch := b.batch

@@ -7,9 +7,9 @@
 // by OTEL_EXPORTER_OTLP_ENDPOINT. Metrics and the worker's slog records take
 // the same two ways (MTRC and LOGS frames on the socket).
 //
-// Telemetry never waits on its exporters: spans queue in the SDK's batch
-// processor and then in a bounded frame queue, and what does not fit is
-// dropped and counted. Span attributes never carry code, results, stream
+// Telemetry never waits on its exporters: spans and log records queue in
+// batchers whose timer runs only while something waits (batch.go), then in
+// a bounded frame queue, and what does not fit is dropped and counted. Span attributes never carry code, results, stream
 // text or a runtime id.
 package telemetry
 
@@ -82,6 +82,7 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	mp      *sdkmetric.MeterProvider
 	metrics *Metrics
+	spans   *spanBatcher   // spans to the engine socket
 	logs    *logBatcher    // slog records to the engine socket
 	logger  otellog.Logger // slog records to the OTLP/HTTP collector
 	sink    *Sink
@@ -120,7 +121,8 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 			return nil, err
 		}
 		t.sink = NewSink(otel, o.QueueFrames, o.Log)
-		procs = append(procs, sdktrace.WithSpanProcessor(newSpanBatcher(&engineExporter{sink: t.sink}, o.FlushInterval)))
+		t.spans = newSpanBatcher(&engineExporter{sink: t.sink}, o.FlushInterval)
+		procs = append(procs, sdktrace.WithSpanProcessor(t.spans))
 	}
 	var (
 		readers []sdkmetric.Option
@@ -246,12 +248,16 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 }
 
 // Dropped is how many frames the engine socket's queue dropped, plus the
-// log records that found the log batch full.
+// spans and log records that found their batch full (or were still queued
+// when Shutdown ran out of time).
 func (t *Telemetry) Dropped() int64 {
 	if t == nil || t.sink == nil {
 		return 0
 	}
 	n := t.sink.Dropped()
+	if t.spans != nil {
+		n += t.spans.Dropped()
+	}
 	if t.logs != nil {
 		n += t.logs.dropped.Load()
 	}
