@@ -148,6 +148,26 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 	// just before it on the same connection, yet an engine may list them a
 	// moment later.
 	first := true
+	// A check that failed (no answer, a bad one) is tried again soon —
+	// 0.5, 1, then every 2 s — rather than at the next tick, so a takeover
+	// prompted by an event still lands within §24.3's 5 s.
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	backoff := time.Duration(0)
+	failed := func() {
+		backoff = min(max(2*backoff, 500*time.Millisecond), 2*time.Second)
+		if retry == nil {
+			retry = time.NewTimer(backoff)
+		} else {
+			retry.Reset(backoff)
+		}
+		retryC = retry.C
+	}
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for ; ; first = false {
 		if !first {
 			select {
@@ -155,7 +175,12 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 				return
 			case <-t.C:
 			case <-poke:
+			case <-retryC:
 			}
+		}
+		retryC = nil
+		if retry != nil {
+			retry.Stop()
 		}
 		if !client.Connected() {
 			continue // the client registers everything again when it reconnects
@@ -164,6 +189,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::functions::list", Data: json.RawMessage(`{"prefix":"code-runner::","include_internal":true}`), Timeout: 5 * time.Second})
 		cancel()
 		if err != nil {
+			failed()
 			continue
 		}
 		var out struct {
@@ -173,8 +199,10 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 			} `json:"functions"`
 		}
 		if json.Unmarshal(res, &out) != nil {
+			failed()
 			continue
 		}
+		backoff = 0
 		served := map[string]bool{}
 		for _, f := range out.Functions {
 			served[f.FunctionID] = true

@@ -511,6 +511,30 @@ func TestTheTakeoverFollowsTheEnginesWorkerEvents(t *testing.T) {
 	}
 }
 
+// A check the engine fails to answer is tried again within a second or
+// two, not at the next tick: with the fallback timer set to an hour and the
+// check prompted by the holder's departure failing, the survivor still
+// takes the shared ids over.
+func TestAFailedHolderCheckIsRetriedSoon(t *testing.T) {
+	e := engineMode(t, false)
+	a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: time.Hour})
+	b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: time.Hour})
+	_ = a
+	ctx := ctxT(t)
+	if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == "cr-b" }); err != nil {
+		t.Fatalf("held by %q", sharedHolder(t, e))
+	}
+	e.FailNext("engine::functions::list", 4)
+	b.stop()
+	deadline := time.Now().Add(15 * time.Second)
+	for sharedHolder(t, e) != "cr-a" {
+		if time.Now().After(deadline) {
+			t.Fatalf("15 s after cr-b left, with the prompted checks failing, the shared ids are held by %q", sharedHolder(t, e))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // startPair starts two workers, cr-a then cr-b, on e, each checking the
 // shared ids every 200 ms (so a takeover needs no engine event).
 func startPair(t *testing.T, e *iiitest.Engine) (a, b *served) {

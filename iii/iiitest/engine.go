@@ -92,9 +92,36 @@ type Engine struct {
 	dropped      []string
 	changed      chan struct{} // closed and replaced on every recorded change
 
+	failNext map[string]int // builtin id → how many of its next calls fail (FailNext)
+
 	Config  *ConfigurationFake
 	Harness *HarnessFake
 	Console *ConsoleFake
+}
+
+// FailNext makes the next n calls a worker makes to the in-process
+// function id (one of the engine's own, such as engine::functions::list)
+// answer an error, as a busy or restarting engine might, to test how
+// workers recover. The test's own calls (Invoke) are answered as usual.
+func (e *Engine) FailNext(id string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failNext == nil {
+		e.failNext = map[string]int{}
+	}
+	e.failNext[id] = n
+}
+
+// failing reports whether this call to builtin id is one FailNext asked to
+// fail, counting it.
+func (e *Engine) failing(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failNext[id] <= 0 {
+		return false
+	}
+	e.failNext[id]--
+	return true
 }
 
 type econn struct {
@@ -642,6 +669,11 @@ func (e *Engine) route(caller *econn, local chan *iii.Frame, f *iii.Frame) {
 	}
 	if fn.builtin != nil {
 		go func() {
+			if caller != nil && e.failing(f.FunctionID) {
+				replyTo(&iii.Frame{Type: iii.TypeInvocationResult, InvocationID: invID, FunctionID: f.FunctionID,
+					Error: &iii.ErrorBody{Code: "engine_busy", Message: "iiitest: FailNext"}})
+				return
+			}
 			res, eb := fn.builtin(context.Background(), caller, data)
 			replyTo(&iii.Frame{Type: iii.TypeInvocationResult, InvocationID: invID, FunctionID: f.FunctionID, Result: res, Error: eb})
 		}()
