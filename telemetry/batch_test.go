@@ -125,6 +125,14 @@ func TestSpanBatchesFlushWhenFullForcedOrShutDown(t *testing.T) {
 	if got := exp.sizes(); len(got) != 1 || got[0] != b.batchMax {
 		t.Fatalf("batches %v, want one full batch of %d", got, b.batchMax)
 	}
+	draining := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.draining
+	}
+	for i := 0; i < 1000 && draining(); i++ { // the full batch's export has ended
+		time.Sleep(5 * time.Millisecond)
+	}
 
 	endSpans(tp, 2)
 	if err := tp.ForceFlush(context.Background()); err != nil {
