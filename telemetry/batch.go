@@ -66,6 +66,75 @@ func (l *lazyTimer) fired(gen uint64) {
 	l.fire()
 }
 
+// batchQueue holds what a batcher has yet to send: at most max items, more
+// dropped and counted, and nothing after close. The first item of a batch
+// arms the batcher's timer.
+type batchQueue[T any] struct {
+	max   int
+	timer *lazyTimer
+
+	mu      sync.Mutex
+	items   []T
+	closed  bool
+	dropped atomic.Int64
+}
+
+// add queues x and returns how many items are queued with it, or 0 when x
+// was dropped (the queue full or closed).
+func (q *batchQueue[T]) add(x T) int {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return 0
+	}
+	if len(q.items) >= q.max {
+		q.mu.Unlock()
+		q.dropped.Add(1)
+		return 0
+	}
+	q.items = append(q.items, x)
+	n := len(q.items)
+	q.mu.Unlock()
+	if n == 1 {
+		q.timer.arm()
+	}
+	return n
+}
+
+// take removes and returns up to n queued items, oldest first (n < 1: all).
+func (q *batchQueue[T]) take(n int) []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n < 1 || n > len(q.items) {
+		n = len(q.items)
+	}
+	out := q.items[:n:n]
+	q.items = q.items[n:]
+	if len(q.items) == 0 {
+		q.items = nil
+	}
+	return out
+}
+
+// waiting reports whether items are queued and more may still be sent.
+func (q *batchQueue[T]) waiting() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) > 0 && !q.closed
+}
+
+// close makes every later add a drop.
+func (q *batchQueue[T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+}
+
+// drop counts what is still queued as dropped and empties the queue.
+func (q *batchQueue[T]) drop() {
+	q.dropped.Add(int64(len(q.take(0))))
+}
+
 // spanBatcher is an sdktrace.SpanProcessor that hands ended, sampled spans
 // to an exporter in batches of up to batchMax, one interval after the first
 // span of a batch at the latest. It holds at most queueMax spans; more are
@@ -75,60 +144,37 @@ func (l *lazyTimer) fired(gen uint64) {
 // dropped, after Shutdown).
 type spanBatcher struct {
 	exp      sdktrace.SpanExporter
-	queueMax int
 	batchMax int
 	timeout  time.Duration // for each export
 	timer    *lazyTimer
+	queue    batchQueue[sdktrace.ReadOnlySpan]
+	draining atomic.Bool // a full batch is being exported now
 
 	exporting chan struct{} // one slot: the exporter sees one export at a time
 	stopped   context.Context
 	stop      context.CancelFunc // ends the timer's and a full batch's exports at Shutdown
-
-	mu       sync.Mutex
-	spans    []sdktrace.ReadOnlySpan
-	closed   bool
-	draining bool // a full batch is being exported now
-	dropped  atomic.Int64
 }
 
 func newSpanBatcher(exp sdktrace.SpanExporter, every time.Duration) *spanBatcher {
-	b := &spanBatcher{exp: exp, queueMax: 2048, batchMax: 512, timeout: 30 * time.Second, exporting: make(chan struct{}, 1)}
+	b := &spanBatcher{exp: exp, batchMax: 512, timeout: 30 * time.Second, exporting: make(chan struct{}, 1)}
 	b.stopped, b.stop = context.WithCancel(context.Background())
 	b.timer = newLazyTimer(every, func() { _ = b.export(b.stopped) })
+	b.queue = batchQueue[sdktrace.ReadOnlySpan]{max: 2048, timer: b.timer}
 	return b
 }
 
 // OnStart implements sdktrace.SpanProcessor; nothing happens at start.
 func (b *spanBatcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
-// OnEnd queues a sampled span and arms the timer for the first of a batch.
+// OnEnd queues a sampled span; a full batch is exported at once.
 func (b *spanBatcher) OnEnd(s sdktrace.ReadOnlySpan) {
-	b.mu.Lock()
-	if b.closed || !s.SpanContext().IsSampled() {
-		b.mu.Unlock()
+	if !s.SpanContext().IsSampled() {
 		return
 	}
-	if len(b.spans) >= b.queueMax {
-		b.mu.Unlock()
-		b.dropped.Add(1)
-		return
-	}
-	b.spans = append(b.spans, s)
-	n := len(b.spans)
-	full := n >= b.batchMax && !b.draining
-	if full {
-		b.draining = true
-	}
-	b.mu.Unlock()
-	if n == 1 {
-		b.timer.arm()
-	}
-	if full {
+	if b.queue.add(s) >= b.batchMax && b.draining.CompareAndSwap(false, true) {
 		go func() {
 			_ = b.export(b.stopped)
-			b.mu.Lock()
-			b.draining = false
-			b.mu.Unlock()
+			b.draining.Store(false)
 		}()
 	}
 }
@@ -146,23 +192,13 @@ func (b *spanBatcher) export(ctx context.Context) error {
 	var first error
 	for {
 		if err := ctx.Err(); err != nil {
-			b.mu.Lock()
-			left := len(b.spans) > 0 && !b.closed
-			b.mu.Unlock()
-			if left {
+			if b.queue.waiting() {
 				b.timer.arm() // what is left goes with the next flush
 			}
 			return err
 		}
-		b.mu.Lock()
-		n := min(len(b.spans), b.batchMax)
-		batch := b.spans[:n:n]
-		b.spans = b.spans[n:]
-		if len(b.spans) == 0 {
-			b.spans = nil
-		}
-		b.mu.Unlock()
-		if n == 0 {
+		batch := b.queue.take(b.batchMax)
+		if len(batch) == 0 {
 			return first
 		}
 		ectx, cancel := context.WithTimeout(ctx, b.timeout)
@@ -184,18 +220,13 @@ func (b *spanBatcher) ForceFlush(ctx context.Context) error { return b.export(ct
 // running gets its context cancelled, and the exporter is shut down after
 // it.
 func (b *spanBatcher) Shutdown(ctx context.Context) error {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
+	b.queue.close()
 	done := make(chan error, 1)
 	go func() {
 		err := b.export(ctx)
 		b.stop()
 		b.timer.disarm()
-		b.mu.Lock()
-		b.dropped.Add(int64(len(b.spans))) // left when ctx ended
-		b.spans = nil
-		b.mu.Unlock()
+		b.queue.drop() // left when ctx ended
 		if serr := b.exp.Shutdown(ctx); err == nil {
 			err = serr
 		}
@@ -210,5 +241,6 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Dropped is how many spans did not fit in the queue.
-func (b *spanBatcher) Dropped() int64 { return b.dropped.Load() }
+// Dropped is how many spans did not fit in the queue or were still queued
+// when Shutdown ran out of time.
+func (b *spanBatcher) Dropped() int64 { return b.queue.dropped.Load() }

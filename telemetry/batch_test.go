@@ -125,12 +125,7 @@ func TestSpanBatchesFlushWhenFullForcedOrShutDown(t *testing.T) {
 	if got := exp.sizes(); len(got) != 1 || got[0] != b.batchMax {
 		t.Fatalf("batches %v, want one full batch of %d", got, b.batchMax)
 	}
-	draining := func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.draining
-	}
-	for i := 0; i < 1000 && draining(); i++ { // the full batch's export has ended
+	for i := 0; i < 1000 && b.draining.Load(); i++ { // the full batch's export has ended
 		time.Sleep(5 * time.Millisecond)
 	}
 
@@ -166,7 +161,7 @@ func TestSpanBatcherDropsWhatItCannotHold(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	done := make(chan struct{})
 	go func() {
-		endSpans(tp, b.batchMax+b.queueMax+10) // the first batch blocks in the exporter
+		endSpans(tp, b.batchMax+b.queue.max+10) // the first batch blocks in the exporter
 		close(done)
 	}()
 	select {
@@ -181,7 +176,7 @@ func TestSpanBatcherDropsWhatItCannotHold(t *testing.T) {
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	total := int64(b.batchMax + b.queueMax + 10)
+	total := int64(b.batchMax + b.queue.max + 10)
 	if got := exp.exported.Load() + b.Dropped(); got != total {
 		t.Fatalf("exported %d + dropped %d = %d spans, want all %d accounted for", exp.exported.Load(), b.Dropped(), got, total)
 	}

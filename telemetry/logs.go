@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -29,57 +28,32 @@ type logRecord struct {
 
 // logBatcher collects records and sends them as one LOGS frame per flush,
 // one interval after the first record of a batch (no timer runs while
-// nothing is logged). It holds at most max records; more are dropped and
+// nothing is logged). It holds at most 512 records; more are dropped and
 // counted.
 type logBatcher struct {
 	sink     *Sink
 	resource []otlpKeyValue
 	scope    otlpScope
-	max      int
 	timer    *lazyTimer
-
+	queue    batchQueue[logRecord]
 	flushing sync.Mutex // held from taking a batch until it is queued on the sink
-
-	mu      sync.Mutex
-	batch   []logRecord
-	closed  bool
-	dropped atomic.Int64
 }
 
 func newLogBatcher(sink *Sink, resource []attribute.KeyValue, scope otlpScope, every time.Duration) *logBatcher {
-	b := &logBatcher{sink: sink, resource: keyValues(resource), scope: scope, max: 512}
+	b := &logBatcher{sink: sink, resource: keyValues(resource), scope: scope}
 	b.timer = newLazyTimer(every, b.flush)
+	b.queue = batchQueue[logRecord]{max: 512, timer: b.timer}
 	return b
 }
 
-func (b *logBatcher) add(r logRecord) {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	if len(b.batch) >= b.max {
-		b.mu.Unlock()
-		b.dropped.Add(1)
-		return
-	}
-	b.batch = append(b.batch, r)
-	first := len(b.batch) == 1
-	b.mu.Unlock()
-	if first {
-		b.timer.arm()
-	}
-}
+func (b *logBatcher) add(r logRecord) { b.queue.add(r) }
 
 // flush sends what has been collected as one frame.
 func (b *logBatcher) flush() {
 	b.flushing.Lock()
 	defer b.flushing.Unlock()
 	b.timer.disarm()
-	b.mu.Lock()
-	batch := b.batch
-	b.batch = nil
-	b.mu.Unlock()
+	batch := b.queue.take(0)
 	if len(batch) == 0 {
 		return
 	}
@@ -98,9 +72,7 @@ func (b *logBatcher) ForceFlush(context.Context) error {
 
 // Shutdown sends what has been collected; later records are dropped.
 func (b *logBatcher) Shutdown(context.Context) error {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
+	b.queue.close()
 	b.flush()
 	return nil
 }

@@ -259,7 +259,7 @@ func (t *Telemetry) Dropped() int64 {
 		n += t.spans.Dropped()
 	}
 	if t.logs != nil {
-		n += t.logs.dropped.Load()
+		n += t.logs.queue.dropped.Load()
 	}
 	return n
 }
