@@ -149,12 +149,16 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 	// moment later.
 	first := true
 	// A check that failed (no answer, a bad one) is tried again soon —
-	// 0.5, 1, then every 2 s — rather than at the next tick, so a takeover
-	// prompted by an event still lands within §24.3's 5 s.
+	// 0.5, 1, then 2 s later, five times in all — rather than at the next
+	// tick, so a takeover prompted by an event still lands within §24.3's
+	// 5 s; an engine that keeps failing is left to the ticks.
 	var retry *time.Timer
 	var retryC <-chan time.Time
-	backoff := time.Duration(0)
+	backoff, failures := time.Duration(0), 0
 	failed := func() {
+		if failures++; failures > 5 {
+			return
+		}
 		backoff = min(max(2*backoff, 500*time.Millisecond), 2*time.Second)
 		if retry == nil {
 			retry = time.NewTimer(backoff)
@@ -202,7 +206,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 			failed()
 			continue
 		}
-		backoff = 0
+		backoff, failures = 0, 0
 		served := map[string]bool{}
 		for _, f := range out.Functions {
 			served[f.FunctionID] = true
