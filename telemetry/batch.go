@@ -137,7 +137,7 @@ func (q *batchQueue[T]) drop() {
 
 // spanBatcher is an sdktrace.SpanProcessor that hands ended, sampled spans
 // to an exporter in batches of up to batchMax, one interval after the first
-// span of a batch at the latest. It holds at most queueMax spans; more are
+// span of a batch at the latest. It holds at most 2048 spans; more are
 // dropped and counted, so recording a span never waits on an export.
 // ForceFlush and Shutdown honour their context: they return its error when
 // it ends first, and whatever is still queued is left to a later flush (or
@@ -145,10 +145,9 @@ func (q *batchQueue[T]) drop() {
 type spanBatcher struct {
 	exp      sdktrace.SpanExporter
 	batchMax int
-	timeout  time.Duration // for each export
-	timer    *lazyTimer
-	queue    batchQueue[sdktrace.ReadOnlySpan]
-	draining atomic.Bool // a full batch is being exported now
+	timeout  time.Duration                     // for each export
+	queue    batchQueue[sdktrace.ReadOnlySpan] // its timer starts an export
+	draining atomic.Bool                       // a full batch is being exported now
 
 	exporting chan struct{} // one slot: the exporter sees one export at a time
 	stopped   context.Context
@@ -158,8 +157,7 @@ type spanBatcher struct {
 func newSpanBatcher(exp sdktrace.SpanExporter, every time.Duration) *spanBatcher {
 	b := &spanBatcher{exp: exp, batchMax: 512, timeout: 30 * time.Second, exporting: make(chan struct{}, 1)}
 	b.stopped, b.stop = context.WithCancel(context.Background())
-	b.timer = newLazyTimer(every, func() { _ = b.export(b.stopped) })
-	b.queue = batchQueue[sdktrace.ReadOnlySpan]{max: 2048, timer: b.timer}
+	b.queue = batchQueue[sdktrace.ReadOnlySpan]{max: 2048, timer: newLazyTimer(every, func() { _ = b.export(b.stopped) })}
 	return b
 }
 
@@ -188,12 +186,12 @@ func (b *spanBatcher) export(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-b.exporting }()
-	b.timer.disarm()
+	b.queue.timer.disarm()
 	var first error
 	for {
 		if err := ctx.Err(); err != nil {
 			if b.queue.waiting() {
-				b.timer.arm() // what is left goes with the next flush
+				b.queue.timer.arm() // what is left goes with the next flush
 			}
 			return err
 		}
@@ -225,7 +223,7 @@ func (b *spanBatcher) Shutdown(ctx context.Context) error {
 	go func() {
 		err := b.export(ctx)
 		b.stop()
-		b.timer.disarm()
+		b.queue.timer.disarm()
 		b.queue.drop() // left when ctx ended
 		if serr := b.exp.Shutdown(ctx); err == nil {
 			err = serr

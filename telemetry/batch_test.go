@@ -86,7 +86,7 @@ func endSpans(tp *sdktrace.TracerProvider, n int) {
 func TestSpanBatchesWaitOnlyWhileSpansArePending(t *testing.T) {
 	exp := newRecordingExporter()
 	b := newSpanBatcher(exp, 30*time.Millisecond)
-	arms := countArms(b.timer)
+	arms := countArms(b.queue.timer)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 
@@ -288,7 +288,7 @@ func TestLogBatchesWaitOnlyWhileRecordsArePending(t *testing.T) {
 	sink := NewSink("ws://127.0.0.1:1/otel", 16, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer sink.Close(context.Background())
 	b := newLogBatcher(sink, nil, otlpScope{Name: "test"}, 20*time.Millisecond)
-	arms := countArms(b.timer)
+	arms := countArms(b.queue.timer)
 	frames := func() int { return len(sink.queue) }
 	if n := arms(); n != 0 {
 		t.Fatalf("a new batcher started its timer %d times", n)

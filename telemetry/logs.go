@@ -34,15 +34,13 @@ type logBatcher struct {
 	sink     *Sink
 	resource []otlpKeyValue
 	scope    otlpScope
-	timer    *lazyTimer
-	queue    batchQueue[logRecord]
-	flushing sync.Mutex // held from taking a batch until it is queued on the sink
+	queue    batchQueue[logRecord] // its timer starts a flush
+	flushing sync.Mutex            // held from taking a batch until it is queued on the sink
 }
 
 func newLogBatcher(sink *Sink, resource []attribute.KeyValue, scope otlpScope, every time.Duration) *logBatcher {
 	b := &logBatcher{sink: sink, resource: keyValues(resource), scope: scope}
-	b.timer = newLazyTimer(every, b.flush)
-	b.queue = batchQueue[logRecord]{max: 512, timer: b.timer}
+	b.queue = batchQueue[logRecord]{max: 512, timer: newLazyTimer(every, b.flush)}
 	return b
 }
 
@@ -52,7 +50,7 @@ func (b *logBatcher) add(r logRecord) { b.queue.add(r) }
 func (b *logBatcher) flush() {
 	b.flushing.Lock()
 	defer b.flushing.Unlock()
-	b.timer.disarm()
+	b.queue.timer.disarm()
 	batch := b.queue.take(0)
 	if len(batch) == 0 {
 		return

@@ -125,17 +125,11 @@ func TreeCPU(pid int) time.Duration {
 
 // TreeRSSKB returns the resident set size of pid and every live process
 // below it, in KiB (pages shared between them are counted once per process).
-func TreeRSSKB(pid int) int64 {
-	n := RSSKB(pid)
-	for _, c := range Descendants(pid) {
-		n += RSSKB(c)
-	}
-	return n
-}
+func TreeRSSKB(pid int) int64 { return treeSum(pid, RSSKB) }
 
 // Wakeups returns how many times the threads of pid have been scheduled
-// onto a CPU so far (the second-to-last field of each thread's schedstat:
-// its timeslices). A thread that sleeps and wakes adds one, so the growth
+// onto a CPU so far (the last field of each thread's schedstat: its
+// timeslices). A thread that sleeps and wakes adds one, so the growth
 // over an idle window counts the process's wake-ups.
 func Wakeups(pid int) int64 {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
@@ -158,13 +152,7 @@ func Wakeups(pid int) int64 {
 }
 
 // TreeWakeups is Wakeups summed over pid and every live process below it.
-func TreeWakeups(pid int) int64 {
-	n := Wakeups(pid)
-	for _, c := range Descendants(pid) {
-		n += Wakeups(c)
-	}
-	return n
-}
+func TreeWakeups(pid int) int64 { return treeSum(pid, Wakeups) }
 
 // PSSKB returns pid's proportional set size in KiB (smaps_rollup's Pss:
 // each shared page divided among the processes that map it), or 0.
@@ -187,10 +175,13 @@ func PSSKB(pid int) int64 {
 
 // TreePSSKB is PSSKB summed over pid and every live process below it: the
 // tree's memory with what its processes share counted once.
-func TreePSSKB(pid int) int64 {
-	n := PSSKB(pid)
+func TreePSSKB(pid int) int64 { return treeSum(pid, PSSKB) }
+
+// treeSum is f summed over pid and every live process below it.
+func treeSum(pid int, f func(int) int64) int64 {
+	n := f(pid)
 	for _, c := range Descendants(pid) {
-		n += PSSKB(c)
+		n += f(c)
 	}
 	return n
 }
