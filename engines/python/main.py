@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 
 _CFG = json.load(open('/run/iii.json'))
 _MARK = '\n' + _CFG['sentinel'] + '\n'
@@ -273,9 +274,70 @@ def _envelope_ok(value):
     return None, env
 
 
-def _compile(code, filename):
+# Source this interpreter already compiled runs again without CPython's
+# compiler, as V8's compilation cache does for a node runtime: a repeated
+# kept turn spent most of its wasm time parsing and compiling
+# (docs/architecture.md, "Why does a python runtime remember compiled
+# turns?"). Code objects are immutable and every exec gets the same globals,
+# so a cached turn behaves as a compiled one. Only source that compiles
+# without any warning is kept, so a compile-time warning shows (or, under an
+# "error" filter, fails) every time, as before. Entries are small and few,
+# counted in the runtime's own memory; the cache lives in this interpreter,
+# so a one-shot's reset empties it with everything else and no other
+# runtime sees it.
+_CODE_CACHE_ENTRIES = 32
+_CODE_CACHE_SOURCE = 4096
+_code_cache = {}
+_compile_source = compile
+_ALWAYS = ('always', None, Warning, None, 0)
+
+
+def _compile_recording(code):
+    # Compiles code with every warning recorded instead of shown; None when
+    # there was one. By hand rather than warnings.catch_warnings, which also
+    # resets every warning registry (a warning shown once per location would
+    # show again after each new turn): an "always" filter in front and the
+    # hook CPython shows warnings through, both put back before returning.
+    filters = warnings.filters
+    shown = []
+    show = warnings._showwarnmsg
+    filters.insert(0, _ALWAYS)
     try:
-        return compile(code, filename, 'exec'), None
+        warnings._showwarnmsg = shown.append
+        try:
+            obj = _compile_source(code, '<code>', 'exec')
+        finally:
+            warnings._showwarnmsg = show
+    finally:
+        filters.remove(_ALWAYS)
+    return None if shown else obj
+
+
+def _compile_cached(code):
+    if len(code) > _CODE_CACHE_SOURCE:
+        return None
+    obj = _code_cache.get(code)
+    if obj is not None:
+        return obj
+    try:
+        obj = _compile_recording(code)
+    except Exception:
+        return None  # compiled again by the caller, for the error the tenant's own filters give
+    if obj is None:
+        return None
+    if len(_code_cache) >= _CODE_CACHE_ENTRIES:
+        del _code_cache[next(iter(_code_cache))]
+    _code_cache[code] = obj
+    return obj
+
+
+def _compile(code):
+    try:
+        if _isinstance(code, str):
+            obj = _compile_cached(code)
+            if obj is not None:
+                return obj, None
+        return _compile_source(code, '<code>', 'exec'), None
     except SyntaxError as e:
         return None, {'ok': False, 'kind': 'syntax_error', 'message': '%s (line %s)' % (e.msg, e.lineno), 'traceback': None}
 
@@ -312,7 +374,7 @@ def _turn(t):
             return _failure('python_exception', e)
         failure, env = _envelope_ok(value)
         return failure or env
-    code_obj, failure = _compile(t.get('code', ''), '<code>')
+    code_obj, failure = _compile(t.get('code', ''))
     if failure:
         return failure
     try:

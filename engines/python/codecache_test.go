@@ -1,0 +1,122 @@
+package python
+
+import (
+	"strings"
+	"testing"
+)
+
+// keptTurns runs codes in order on one kept runtime and returns each
+// turn's response; the first code creates the runtime.
+func keptTurns(t *testing.T, r *rig, codes ...string) []resp {
+	t.Helper()
+	var out []resp
+	id := ""
+	for i, code := range codes {
+		req := map[string]any{"code": code}
+		if id == "" {
+			req["keep"] = true
+		} else {
+			req["runtime_id"] = id
+		}
+		res, err := r.run(t, req)
+		if err != nil {
+			t.Fatalf("turn %d (%q): %v", i, code, err)
+		}
+		if id == "" {
+			id = res.RuntimeID
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// TestRepeatedSourceSkipsTheCompiler: a kept runtime compiles a source once
+// and runs the same code object when it comes again. CPython raises the
+// "compile" audit event at every compile, so a hook counts them: the
+// repeated turn does not compile, a new source does, and the cached code
+// still runs afresh each time (it reads and changes the live globals).
+func TestRepeatedSourceSkipsTheCompiler(t *testing.T) {
+	r := newRig(t, nil)
+	const count = "n += 1\nresult = [n, len(C)]"
+	got := keptTurns(t, r,
+		"import sys\nn = 0\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)",
+		count, count, count,
+		count+"  # a different source",
+	)
+	want := []string{"[1,1]", "[2,1]", "[3,1]", "[4,2]"}
+	for i, w := range want {
+		if res := got[i+1]; string(res.Result) != w {
+			t.Errorf("turn %d answered %s, want %s (stderr %q)", i+1, res.Result, w, res.Stderr)
+		}
+	}
+}
+
+// TestCompileWarningsShowEveryTime: a source whose compile warns is never
+// cached, so the warning shows on every turn that runs it, and an "error"
+// filter the tenant set fails it every time, as when each turn compiled.
+// The tenant's filter list is left as the tenant made it.
+func TestCompileWarningsShowEveryTime(t *testing.T) {
+	r := newRig(t, nil)
+	const warns = "x = 1 is 1\nresult = 'ran'"
+	got := keptTurns(t, r, "y = 0", warns, warns)
+	for i, res := range got[1:] {
+		if string(res.Result) != `"ran"` || !strings.Contains(res.Stderr, "SyntaxWarning") {
+			t.Errorf("turn %d: result %s, stderr %q; want the warning each time", i+1, res.Result, res.Stderr)
+		}
+	}
+	got = keptTurns(t, r,
+		"import warnings\nwarnings.simplefilter('error')",
+		warns, warns,
+		"import warnings\nresult = [len(warnings.filters), warnings.filters[0][0]]",
+	)
+	for i, res := range got[1:3] {
+		if res.ExitCode == 0 || !strings.Contains(res.Stderr, "is") {
+			t.Errorf("turn %d under an error filter: exit %d, result %s, stderr %q; want the compile to fail", i+1, res.ExitCode, res.Result, res.Stderr)
+		}
+	}
+	fresh := r.mustRun(t, "import warnings\nwarnings.simplefilter('error')\nresult = len(warnings.filters)")
+	if want := "[" + string(fresh.Result) + `,"error"]`; string(got[3].Result) != want {
+		t.Errorf("the tenant's filters after cached compiles: %s, want %s", got[3].Result, want)
+	}
+}
+
+// TestNewTurnsKeepWarningRegistries: checking a new source for compile
+// warnings does not reset CPython's warning registries, so a warning shown
+// once per location stays shown once across turns.
+func TestNewTurnsKeepWarningRegistries(t *testing.T) {
+	r := newRig(t, nil)
+	got := keptTurns(t, r,
+		"import warnings\ndef f():\n    warnings.warn('once per location')",
+		"f()", "f()  # a new source", "f()  # and another")
+	if !strings.Contains(got[1].Stderr, "once per location") {
+		t.Fatalf("the first call did not warn: %q", got[1].Stderr)
+	}
+	for i, res := range got[2:] {
+		if strings.Contains(res.Stderr, "once per location") {
+			t.Errorf("turn %d showed the warning again: %q", i+2, res.Stderr)
+		}
+	}
+}
+
+// TestCompiledSourceStaysInItsRuntime: the cache is the interpreter's own.
+// A tenant that plants a code object in its runtime's cache changes only
+// what its own runtime runs: another kept runtime and a one-shot running
+// the same source get their own compile.
+func TestCompiledSourceStaysInItsRuntime(t *testing.T) {
+	r := newRig(t, nil)
+	const src = "result = 7"
+	got := keptTurns(t, r,
+		"import sys\nm = sys.modules['__main__']\nm._code_cache["+`"result = 7"`+"] = compile('result = 666', '<code>', 'exec')",
+		src)
+	if string(got[1].Result) != "666" {
+		t.Fatalf("the planted entry was not this runtime's cache (answered %s): the test no longer plants where the cache is", got[1].Result)
+	}
+	if other := keptTurns(t, r, "z = 0", src); string(other[1].Result) != "7" {
+		t.Errorf("another kept runtime ran the planted code: %s", other[1].Result)
+	}
+	for i := 0; i < 3; i++ {
+		if res := r.mustRun(t, src); string(res.Result) != "7" {
+			t.Errorf("one-shot %d ran the planted code: %s", i, res.Result)
+		}
+	}
+}
