@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Reader reads a non-blocking *os.File (a pipe from os.Pipe or made
@@ -58,7 +59,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	)
 	err := r.rc.Read(func(fd uintptr) bool {
 		for {
-			n, rerr = syscall.Read(int(fd), p)
+			n, rerr = rawRead(fd, p)
 			switch {
 			case rerr == syscall.EINTR:
 				continue
@@ -87,4 +88,17 @@ func (r *Reader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// rawRead is read(2) on a non-blocking descriptor without telling the Go
+// scheduler a system call is under way (it cannot block). Entering a
+// system call wakes the runtime's monitor when it has parked, and the
+// monitor then polls every 20 µs for a millisecond and more: for a poll
+// that finds nothing many times a call, that cost more than the read.
+func rawRead(fd uintptr, p []byte) (int, error) {
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
