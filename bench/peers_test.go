@@ -239,31 +239,49 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	time.Sleep(12 * time.Second)
 	for _, lang := range []string{"node", "python"} {
 		code := map[string]string{"node": "return 1", "python": "result = 1"}[lang]
-		// Five alternating blocks of 200 turns each side, so a swing of
-		// this machine's speed falls on both; CPU is the whole process
-		// tree's (the isolate host's included), per turn.
-		var o, p benchutil.Samples
-		var oCPU, pCPU time.Duration
-		block := func(pid int, cpu *time.Duration, fn func()) benchutil.Samples {
-			c0 := procfs.TreeCPU(pid)
-			s := benchutil.Time(200, fn)
-			*cpu += procfs.TreeCPU(pid) - c0
-			return s
-		}
-		for i := 0; i < 5; i++ {
-			o = append(o, block(ours.pid(), &oCPU, func() {
-				if _, err := call("code-runner::run", map[string]any{"lang": lang, "code": code, "runtime_id": keptID[lang]}); err != nil {
-					b.Fatal(err)
+		comment := map[string]string{"node": " // turn %d", "python": "  # turn %d"}[lang]
+		// Two sources: the same one every turn (what V8's compilation cache
+		// and the python wrapper's code cache serve without compiling) and
+		// a new one every turn (what an agent sending fresh code pays).
+		for _, fresh := range []bool{false, true} {
+			n := 0
+			next := func() string {
+				if !fresh {
+					return code
 				}
-			})...)
-			p = append(p, block(peer.pid(), &pCPU, func() {
-				if _, err := call("peer::"+lang+"::kept", map[string]any{"code": code}); err != nil {
-					b.Fatal(err)
-				}
-			})...)
+				n++
+				return code + fmt.Sprintf(comment, n)
+			}
+			// Five alternating blocks of 200 turns each side, so a swing of
+			// this machine's speed falls on both; CPU is the whole process
+			// tree's (the isolate host's included), per turn.
+			var o, p benchutil.Samples
+			var oCPU, pCPU time.Duration
+			block := func(pid int, cpu *time.Duration, fn func()) benchutil.Samples {
+				c0 := procfs.TreeCPU(pid)
+				s := benchutil.Time(200, fn)
+				*cpu += procfs.TreeCPU(pid) - c0
+				return s
+			}
+			for i := 0; i < 5; i++ {
+				o = append(o, block(ours.pid(), &oCPU, func() {
+					if _, err := call("code-runner::run", map[string]any{"lang": lang, "code": next(), "runtime_id": keptID[lang]}); err != nil {
+						b.Fatal(err)
+					}
+				})...)
+				p = append(p, block(peer.pid(), &pCPU, func() {
+					if _, err := call("peer::"+lang+"::kept", map[string]any{"code": next()}); err != nil {
+						b.Fatal(err)
+					}
+				})...)
+			}
+			key, which := lang+"-kept-turn", ""
+			if fresh {
+				key, which = lang+"-kept-turn-new-source", " a new source each turn,"
+			}
+			t.add(key+"-p50-ms", lang+" kept turn p50 over the bus,"+which+" ms", msf(o.P(0.5)), msf(p.P(0.5)), lowerWins)
+			t.add(key+"-cpu-us/turn", lang+" kept turn,"+which+" worker CPU per turn, µs", float64(oCPU.Microseconds())/float64(len(o)), float64(pCPU.Microseconds())/float64(len(p)), lowerWins)
 		}
-		t.add(lang+"-kept-turn-p50-ms", lang+" kept turn p50 over the bus, ms", msf(o.P(0.5)), msf(p.P(0.5)), lowerWins)
-		t.add(lang+"-kept-turn-cpu-us/turn", lang+" kept turn, worker CPU per turn, µs", float64(oCPU.Microseconds())/float64(len(o)), float64(pCPU.Microseconds())/float64(len(p)), lowerWins)
 	}
 
 	sys := systemPythonTimes(b)
