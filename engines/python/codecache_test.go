@@ -1,6 +1,8 @@
 package python
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,5 +120,60 @@ func TestCompiledSourceStaysInItsRuntime(t *testing.T) {
 		if res := r.mustRun(t, src); string(res.Result) != "7" {
 			t.Errorf("one-shot %d ran the planted code: %s", i, res.Result)
 		}
+	}
+}
+
+// compilesPerTurn runs setup, then body three times on one kept runtime
+// with CPython's "compile" audit events counted, and returns how many
+// compiles each of the three turns made.
+func compilesPerTurn(t *testing.T, r *rig, setup, body string) []int {
+	t.Helper()
+	src := body + "\nresult = len(C)"
+	got := keptTurns(t, r, "import sys\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)\n"+setup, src, src, src)
+	var counts []int
+	prev := 0
+	for i, res := range got[1:] {
+		var n int
+		if err := json.Unmarshal(res.Result, &n); err != nil {
+			t.Fatalf("turn %d answered %s (stderr %q)", i+1, res.Result, res.Stderr)
+		}
+		counts = append(counts, n-prev)
+		prev = n
+	}
+	return counts
+}
+
+// TestUncacheableSourcesCompileOncePerTurn: a source the cache cannot keep
+// — its compile warns (an invalid escape's DeprecationWarning, hidden by
+// the default filters), or its constants are large — is remembered as
+// such: after its first turn each turn compiles it once, as before the
+// cache, not once to check and once more.
+func TestUncacheableSourcesCompileOncePerTurn(t *testing.T) {
+	r := newRig(t, nil)
+	var big []string
+	for c := 'a'; c < 'u'; c++ {
+		big = append(big, fmt.Sprintf("%q * 4000", string(c)))
+	}
+	for name, body := range map[string]string{
+		"an invalid escape": `x = "\d"`,
+		"large constants":   "x = (" + strings.Join(big, ", ") + ")",
+	} {
+		if got := compilesPerTurn(t, r, "", body); fmt.Sprint(got) != "[2 1 1]" {
+			t.Errorf("%s: compiles per turn %v, want [2 1 1]", name, got)
+		}
+	}
+	if got := compilesPerTurn(t, r, "", "x = 1"); fmt.Sprint(got) != "[1 0 0]" {
+		t.Errorf("a cacheable source: compiles per turn %v, want [1 0 0]", got)
+	}
+}
+
+// TestAReplacedWarningsModuleCachesNothing: with sys.modules['warnings']
+// replaced, CPython's warnings no longer pass through the check, so the
+// runtime compiles every turn the plain way rather than cache a source
+// whose warnings it could not see.
+func TestAReplacedWarningsModuleCachesNothing(t *testing.T) {
+	r := newRig(t, nil)
+	if got := compilesPerTurn(t, r, "sys.modules.pop('warnings')", "x = 1 is 1"); fmt.Sprint(got) != "[1 1 1]" {
+		t.Errorf("compiles per turn %v, want [1 1 1]", got)
 	}
 }

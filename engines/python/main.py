@@ -281,14 +281,20 @@ def _envelope_ok(value):
 # turns?"). Code objects are immutable and every exec gets the same globals,
 # so a cached turn behaves as a compiled one. Only source that compiles
 # without any warning is kept, so a compile-time warning shows (or, under an
-# "error" filter, fails) every time, as before. Entries are small and few,
-# counted in the runtime's own memory; the cache lives in this interpreter,
-# so a one-shot's reset empties it with everything else and no other
-# runtime sees it.
+# "error" filter, fails) every time, as before; such a source is remembered
+# as one to compile the plain way, so it is not compiled twice a turn.
+# Entries are few, their sources short and their constants bounded, counted
+# in the runtime's own memory; the cache lives in this interpreter, so a
+# one-shot's reset empties it with everything else and no other runtime
+# sees it.
 _CODE_CACHE_ENTRIES = 32
 _CODE_CACHE_SOURCE = 4096
+_CODE_CACHE_CONSTANTS = 65536
+_UNCACHEABLE = False
 _code_cache = {}
 _compile_source = compile
+_getsizeof = sys.getsizeof
+_CodeType = type(_compile_source('', '<code>', 'exec'))
 _ALWAYS = ('always', None, Warning, None, 0)
 
 
@@ -313,21 +319,41 @@ def _compile_recording(code):
     return None if shown else obj
 
 
+def _constant_bytes(obj, limit):
+    # What a code object's constants hold, nested code included, counted
+    # until limit is passed (constant folding makes a short source's
+    # constants large: 'x' * 4000 is one 4 KB string).
+    total = 0
+    todo = [obj]
+    while todo and total <= limit:
+        c = todo.pop()
+        total += _getsizeof(c)
+        if _isinstance(c, _CodeType):
+            todo.extend(c.co_consts)
+        elif _isinstance(c, (tuple, frozenset)):
+            todo.extend(c)
+    return total
+
+
 def _compile_cached(code):
+    # The cached code object for code, or None for the caller to compile it
+    # the plain way.
     if len(code) > _CODE_CACHE_SOURCE:
         return None
     obj = _code_cache.get(code)
     if obj is not None:
-        return obj
+        return obj or None
+    if sys.modules.get('warnings') is not warnings:
+        return None  # warnings would not pass through the check: keep nothing
     try:
         obj = _compile_recording(code)
     except Exception:
-        return None  # compiled again by the caller, for the error the tenant's own filters give
-    if obj is None:
-        return None
+        obj = None  # the caller compiles it again, for the error the tenant's own filters give
+    if obj is not None and _constant_bytes(obj, _CODE_CACHE_CONSTANTS) > _CODE_CACHE_CONSTANTS:
+        obj = None
     if len(_code_cache) >= _CODE_CACHE_ENTRIES:
         del _code_cache[next(iter(_code_cache))]
-    _code_cache[code] = obj
+    _code_cache[code] = _UNCACHEABLE if obj is None else obj
     return obj
 
 
