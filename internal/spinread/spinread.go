@@ -23,6 +23,9 @@ import (
 // Reader reads a non-blocking *os.File (a pipe from os.Pipe or made
 // non-blocking with syscall.SetNonblock), polling for up to Spin before
 // waiting on the runtime's poller. Read deadlines set on the file apply.
+// The file must stay non-blocking, as New leaves it: never call its Fd
+// method after New (Fd switches the descriptor to blocking mode, and the
+// poll's raw read would then hold its thread and P until data came).
 type Reader struct {
 	f    *os.File
 	rc   syscall.RawConn
@@ -30,6 +33,8 @@ type Reader struct {
 }
 
 // New wraps f. It fails when f is not pollable (a blocking descriptor).
+// A pollable file whose descriptor was switched to blocking mode (by Fd)
+// is switched back.
 func New(f *os.File, spin time.Duration) (*Reader, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -37,6 +42,13 @@ func New(f *os.File, spin time.Duration) (*Reader, error) {
 	}
 	if err := f.SetReadDeadline(time.Time{}); err != nil {
 		return nil, fmt.Errorf("spinread: %s is not pollable: %w", f.Name(), err)
+	}
+	var nbErr error
+	if err := rc.Control(func(fd uintptr) { nbErr = syscall.SetNonblock(int(fd), true) }); err != nil {
+		return nil, fmt.Errorf("spinread: %s: %w", f.Name(), err)
+	}
+	if nbErr != nil {
+		return nil, fmt.Errorf("spinread: %s cannot be made non-blocking: %w", f.Name(), nbErr)
 	}
 	return &Reader{f: f, rc: rc, spin: spin}, nil
 }

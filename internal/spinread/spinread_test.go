@@ -80,3 +80,36 @@ func TestRefusesBlockingFile(t *testing.T) {
 		t.Fatal("a non-pollable file was accepted")
 	}
 }
+
+// TestABlockingPipeIsMadeNonBlocking: Fd switches a pipe to blocking mode
+// while it stays registered with the poller. New switches it back, so a
+// read with nothing written ends at its deadline; a blocking descriptor
+// would hold the raw read (and its P) until data came.
+func TestABlockingPipeIsMadeNonBlocking(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	_ = r.Fd() // blocking from here
+	sr, err := New(r, 100*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_ = sr.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err := sr.Read(make([]byte, 4))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !os.IsTimeout(err) {
+			t.Fatalf("want a timeout, got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		_, _ = w.Write([]byte("x")) // releases the stuck read so the test can end
+		t.Fatal("the read on a blocking descriptor did not end at its deadline")
+	}
+}
