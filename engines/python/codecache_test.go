@@ -177,3 +177,28 @@ func TestAReplacedWarningsModuleCachesNothing(t *testing.T) {
 		t.Errorf("compiles per turn %v, want [1 1 1]", got)
 	}
 }
+
+// TestTheCodeCacheIsBounded: the cache keeps the last 32 sources it could
+// keep; the oldest goes first, so after 40 new sources the first compiles
+// again and the last does not.
+func TestTheCodeCacheIsBounded(t *testing.T) {
+	r := newRig(t, nil)
+	codes := []string{"import sys\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)"}
+	src := func(i int) string { return fmt.Sprintf("x = %d\nresult = len(C)", i) }
+	for i := 0; i < 40; i++ {
+		codes = append(codes, src(i))
+	}
+	codes = append(codes, src(39), src(0), "result = [len(C), len(sys.modules['__main__']._code_cache)]")
+	got := keptTurns(t, r, codes...)
+	var before, last, first int
+	_ = json.Unmarshal(got[40].Result, &before)
+	_ = json.Unmarshal(got[41].Result, &last)
+	_ = json.Unmarshal(got[42].Result, &first)
+	if last != before || first != before+1 {
+		t.Errorf("compiles: %d after 40 sources, %d after the newest again (want no compile), %d after the oldest again (want one)", before, last, first)
+	}
+	var final []int
+	if err := json.Unmarshal(got[43].Result, &final); err != nil || len(final) != 2 || final[1] != 32 {
+		t.Errorf("the cache holds %s entries, want 32", got[43].Result)
+	}
+}
