@@ -24,8 +24,11 @@ _MARK = '\n' + _CFG['sentinel'] + '\n'
 # standard library and the built-in packages.
 sys.path.extend(_CFG.get('python_path', ()))
 _stdout = sys.stdout
-_dumps = json.dumps
 _loads = json.loads
+# json.dumps with any argument builds an encoder per call; these are built
+# once (the same settings: results and payloads refuse NaN, events do not).
+_encode_value = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(',', ':')).encode
+_encode_event = json.JSONEncoder(ensure_ascii=False, separators=(',', ':')).encode
 _isinstance = isinstance
 _RuntimeError = RuntimeError
 _OSError = OSError
@@ -85,7 +88,7 @@ def _emit_line(body):
 
 
 def _emit(obj):
-    _emit_line(_dumps(obj, separators=(',', ':'), ensure_ascii=False))
+    _emit_line(_encode_event(obj))
 
 
 def _host_call(req):
@@ -116,7 +119,7 @@ class _III:
         if timeout is not None and (_isinstance(timeout, bool) or not _isinstance(timeout, (int, float))):
             raise _TypeError('iii.trigger: timeout must be a number when given')
         requested = timeout_ms if timeout_ms is not None else timeout
-        payload = _dumps(request.get('payload'), allow_nan=False, ensure_ascii=False, separators=(',', ':'))
+        payload = _encode_value(request.get('payload'))
         reply = _host_call({'kind': 'trigger', 'function_id': fid, 'payload': payload,
                             'timeout_ms': requested if requested is not None else 0})
         if reply.get('ok'):
@@ -259,7 +262,7 @@ def _failure(kind, exc):
 
 def _serialize(value):
     try:
-        return _dumps(value, allow_nan=False, ensure_ascii=False, separators=(',', ':'))
+        return _encode_value(value)
     except Exception:
         return 'null'
 
@@ -424,7 +427,7 @@ def _turn(t):
 
 def _done_body(env):
     if not _isinstance(env, str):
-        env = _dumps(env, ensure_ascii=False, separators=(',', ':'))
+        env = _encode_event(env)
     return '{"kind":"turn_done","envelope":' + env + '}'
 
 
