@@ -288,8 +288,8 @@ def _envelope_ok(value):
 # as one to compile the plain way, so it is not compiled twice a turn.
 # Entries are few, their sources short and their constants bounded, counted
 # in the runtime's own memory; the cache lives in this interpreter, so a
-# one-shot's reset empties it with everything else and no other runtime
-# sees it.
+# one-shot's reset returns it to the snapshot's with everything else and no
+# other runtime sees it.
 _CODE_CACHE_ENTRIES = 32
 _CODE_CACHE_SOURCE = 4096
 _CODE_CACHE_CONSTANTS = 65536
