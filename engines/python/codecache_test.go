@@ -7,6 +7,10 @@ import (
 	"testing"
 )
 
+// countCompiles is a first turn that counts CPython's "compile" audit
+// events in the global C, for the turns after it to read.
+const countCompiles = "import sys\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)"
+
 // keptTurns runs codes in order on one kept runtime and returns each
 // turn's response; the first code creates the runtime.
 func keptTurns(t *testing.T, r *rig, codes ...string) []resp {
@@ -41,7 +45,7 @@ func TestRepeatedSourceSkipsTheCompiler(t *testing.T) {
 	r := newRig(t, nil)
 	const count = "n += 1\nresult = [n, len(C)]"
 	got := keptTurns(t, r,
-		"import sys\nn = 0\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)",
+		countCompiles+"\nn = 0",
 		count, count, count,
 		count+"  # a different source",
 	)
@@ -129,7 +133,7 @@ func TestCompiledSourceStaysInItsRuntime(t *testing.T) {
 func compilesPerTurn(t *testing.T, r *rig, setup, body string) []int {
 	t.Helper()
 	src := body + "\nresult = len(C)"
-	got := keptTurns(t, r, "import sys\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)\n"+setup, src, src, src)
+	got := keptTurns(t, r, countCompiles+"\n"+setup, src, src, src)
 	var counts []int
 	prev := 0
 	for i, res := range got[1:] {
@@ -183,7 +187,7 @@ func TestAReplacedWarningsModuleCachesNothing(t *testing.T) {
 // again and the last does not.
 func TestTheCodeCacheIsBounded(t *testing.T) {
 	r := newRig(t, nil)
-	codes := []string{"import sys\nC = []\nsys.addaudithook(lambda event, args: C.append(1) if event == 'compile' else None)"}
+	codes := []string{countCompiles}
 	src := func(i int) string { return fmt.Sprintf("x = %d\nresult = len(C)", i) }
 	for i := 0; i < 40; i++ {
 		codes = append(codes, src(i))
