@@ -240,6 +240,12 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	for _, lang := range []string{"node", "python"} {
 		code := map[string]string{"node": "return 1", "python": "result = 1"}[lang]
 		comment := map[string]string{"node": " // turn %d", "python": "  # turn %d"}[lang]
+		block := func(pid int, cpu *time.Duration, fn func()) benchutil.Samples {
+			c0 := procfs.TreeCPU(pid)
+			s := benchutil.Time(200, fn)
+			*cpu += procfs.TreeCPU(pid) - c0
+			return s
+		}
 		// Two sources: the same one every turn (what V8's compilation cache
 		// and the python wrapper's code cache serve without compiling) and
 		// a new one every turn (what an agent sending fresh code pays).
@@ -257,12 +263,6 @@ func BenchmarkAgainstPeers(b *testing.B) {
 			// tree's (the isolate host's included), per turn.
 			var o, p benchutil.Samples
 			var oCPU, pCPU time.Duration
-			block := func(pid int, cpu *time.Duration, fn func()) benchutil.Samples {
-				c0 := procfs.TreeCPU(pid)
-				s := benchutil.Time(200, fn)
-				*cpu += procfs.TreeCPU(pid) - c0
-				return s
-			}
 			for i := 0; i < 5; i++ {
 				o = append(o, block(ours.pid(), &oCPU, func() {
 					if _, err := call("code-runner::run", map[string]any{"lang": lang, "code": next(), "runtime_id": keptID[lang]}); err != nil {
