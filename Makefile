@@ -53,7 +53,7 @@ chromium:
 
 wasm: $(WASM_DST) $(PKGS_DST)
 
-# CPython 3.11.2 for wasm32-wasi at -O2, with zlib, bzip2 and SQLite, built
+# CPython 3.11.2 for wasm32-wasi at -O3 with pymalloc, with zlib, bzip2 and SQLite, built
 # by deps/cpython/build.sh from Debian's sources (sha256-pinned) with
 # Debian's clang-16 and wasi-libc (installed with apt-get when missing). A
 # cold build takes about 5 minutes on 2 cores; the script caches the result

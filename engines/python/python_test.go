@@ -161,6 +161,35 @@ func TestPythonRunBasics(t *testing.T) {
 	}
 }
 
+// TestSmallObjectsComeFromPymalloc: the build turns on CPython's small-object
+// allocator, which its configure leaves off for WASI (every int, tuple and
+// dict entry would go through wasi-libc's malloc), and a one-shot after a
+// tenant that filled its pools finds them as the snapshot left them.
+func TestSmallObjectsComeFromPymalloc(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	stats := "import sys\nsys._debugmallocstats()"
+	res := r.mustRun(t, stats)
+	if !strings.Contains(res.Stderr, "Small block threshold = 512") {
+		t.Fatalf("no pymalloc statistics; the build allocates small objects with malloc:\n%.400s", res.Stderr)
+	}
+	blocksInUse := func(s string) string {
+		for _, line := range strings.Split(s, "\n") {
+			if strings.HasPrefix(line, "# bytes in allocated blocks") {
+				return line
+			}
+		}
+		t.Fatalf("no allocated-blocks line in:\n%.400s", s)
+		return ""
+	}
+	before := blocksInUse(res.Stderr)
+	// A tenant that keeps a million small objects alive when its turn ends.
+	r.mustRun(t, "import builtins\nbuiltins.keep = [(i, str(i)) for i in range(10**6)]")
+	after := blocksInUse(r.mustRun(t, stats).Stderr)
+	if after != before {
+		t.Fatalf("a one-shot after a tenant's allocations found %q, the first found %q", after, before)
+	}
+}
+
 // TestStandardLibraryGuestsRelyOn uses what the earlier npm build offered
 // and a guest may rely on — the compression modules and SQLite among them —
 // and reads a standard-library source line through a traceback (the

@@ -1,5 +1,5 @@
 // Package pywasm embeds the Python the engine runs: python.wasm (CPython
-// 3.11.2 compiled to WASI at -O2 by deps/cpython/build.sh, with zlib, bzip2,
+// 3.11.2 compiled to WASI at -O3 with pymalloc by deps/cpython/build.sh, with zlib, bzip2,
 // liblzma and SQLite linked in), its standard library as a stored zip
 // (sources and .pyc), and the bundle of pure-Python packages from Debian 12
 // (deps/pypkgs/build.sh: .pyc stored, the rest deflated). Each was written
