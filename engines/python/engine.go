@@ -292,6 +292,11 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 	}
 	e.wr = &wasmRuntime{rt: rt, mod: mod, globals: globals, unexported: unexported}
 	e.wasm = nil // compiled once; the 8 MB copy of the embedded bytes is not needed again
+	// Loading the module leaves ~20 MiB of garbage in the heap, a compile
+	// that missed the cache ~130 MiB; an idle worker would keep it for good
+	// (no collection comes until the heap grows, and Go's scavenger returns
+	// only free spans). It goes back with the boot's pool fill.
+	e.returnMemorySoon()
 	return e.wr, nil
 }
 

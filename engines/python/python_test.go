@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/internal/enginetest"
+	"github.com/code-runner-go/code-runner/internal/tuning"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -188,6 +190,32 @@ func TestSmallObjectsComeFromPymalloc(t *testing.T) {
 	if after != before {
 		t.Fatalf("a one-shot after a tenant's allocations found %q, the first found %q", after, before)
 	}
+}
+
+// TestBootReturnsTheCompilersGarbage: loading python.wasm (from the cache
+// here; a compile leaves far more) and booting the pool leave ~20 MiB of
+// garbage in the heap, which an idle worker kept for good: no collection
+// comes until the heap grows, and Go's scavenger returns only free spans.
+// The engine hands it back to the system once booted.
+func TestBootReturnsTheCompilersGarbage(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := r.eng.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(released)
+	base := released[0].Value.Uint64()
+	const want = 8 << 20
+	var got uint64
+	for deadline := time.Now().Add(tuning.ReturnDelay + 8*time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		metrics.Read(released)
+		if got = released[0].Value.Uint64() - base; int64(got) >= want {
+			return
+		}
+	}
+	t.Fatalf("%d MiB of heap returned to the system after boot; want at least %d", int64(got)>>20, want>>20)
 }
 
 // TestStandardLibraryGuestsRelyOn uses what the earlier npm build offered
