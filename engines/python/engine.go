@@ -78,6 +78,10 @@ type Options struct {
 	Busy func(weight int) (done func())
 	// LongTurn overrides DefaultLongTurn (tests).
 	LongTurn time.Duration
+	// FreeMemory overrides how freed heap goes back to the system, after
+	// boot and a little after disposals (nil: debug.FreeOSMemory; tests
+	// count calls).
+	FreeMemory func()
 }
 
 // Engine implements core.Engine for lang "python".
@@ -183,6 +187,7 @@ func New(opts Options) *Engine {
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{},
 		gate: make(chan struct{}, maxExecuting)}
 	e.openFiles.max = workerOpenFiles()
+	e.memory.Free = opts.FreeMemory
 	go e.boot()
 	return e
 }
@@ -295,7 +300,7 @@ func (e *Engine) runtimeFor(ctx context.Context) (*wasmRuntime, error) {
 	// Loading the module leaves ~20 MiB of garbage in the heap, a compile
 	// that missed the cache ~130 MiB; an idle worker would keep it for good
 	// (no collection comes until the heap grows, and Go's scavenger returns
-	// only free spans). It goes back with the boot's pool fill.
+	// only free spans). It goes back tuning.ReturnDelay from now.
 	e.returnMemorySoon()
 	return e.wr, nil
 }

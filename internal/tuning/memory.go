@@ -17,10 +17,13 @@ const ReturnDelay = 2 * time.Second
 // ~50 MiB resident a minute after); one debug.FreeOSMemory per burst brings
 // it back at once. The zero value is ready; Stop ends it.
 type MemoryReturner struct {
+	// Free returns the memory (nil: debug.FreeOSMemory); set it before the
+	// first Soon. Tests count calls instead.
+	Free func()
+
 	mu      sync.Mutex
 	pending bool
 	stopped bool
-	free    func()        // nil: debug.FreeOSMemory (tests count instead)
 	delay   time.Duration // 0: ReturnDelay
 }
 
@@ -33,7 +36,7 @@ func (m *MemoryReturner) Soon() {
 		return
 	}
 	m.pending = true
-	delay, free := m.delay, m.free
+	delay, free := m.delay, m.Free
 	if delay == 0 {
 		delay = ReturnDelay
 	}

@@ -12,7 +12,7 @@ import (
 func TestABurstOfDisposalsReturnsMemoryOnce(t *testing.T) {
 	var frees atomic.Int32
 	done := make(chan struct{}, 4)
-	m := &MemoryReturner{delay: 20 * time.Millisecond, free: func() { frees.Add(1); done <- struct{}{} }}
+	m := &MemoryReturner{delay: 20 * time.Millisecond, Free: func() { frees.Add(1); done <- struct{}{} }}
 	for i := 0; i < 50; i++ {
 		m.Soon()
 	}
