@@ -106,7 +106,7 @@ type Engine struct {
 	live      map[*interp]bool      // every running interpreter
 	workDirs  map[string]bool       // every /work created and not yet removed
 	bg        sync.WaitGroup        // background disposals; Close waits for them
-	memory    tuning.MemoryReturner // returns freed Go heap to the system after disposals
+	memory    tuning.MemoryReturner // returns freed Go heap to the system after disposals and boot
 	pagemap   pagemapFile           // /proc/self/pagemap for every reset; closed by Close
 	BootTime  time.Duration         // compile (or cache load) of the default runtime
 }
@@ -472,8 +472,9 @@ func (e *Engine) newWorkDir(c *configsvc.Config) (string, error) {
 }
 
 // returnMemorySoon schedules one return of freed memory to the system a
-// little after interpreters were disposed of (tuning.MemoryReturner):
-// their linear memory is unmapped at once, the Go heap they used is not.
+// little later (tuning.MemoryReturner): after interpreters were disposed of
+// (their linear memory is unmapped at once, the Go heap they used is not)
+// and after the module was loaded at boot.
 func (e *Engine) returnMemorySoon() { e.memory.Soon() }
 
 // removeWorkDir deletes a /work directory and forgets it.

@@ -8,7 +8,7 @@
 //	Governor (one P per call)    GOMAXPROCS in the environment: off   a stop-the-world on each raise
 //	ExtraProcs (spare Ps)        GOMAXPROCS in the environment: off   more threads under load
 //	PipeSpin (pipe poll)         the constant                         up to 50 µs of CPU per pipe read
-//	MemoryReturner               the constant ReturnDelay             one FreeOSMemory per burst of disposals
+//	MemoryReturner               the constant ReturnDelay             one FreeOSMemory per burst of disposals, one after boot
 //
 // The runtime's system monitor is left to park while the worker is idle.
 // Keeping it polling (GODEBUG=schedtrace=2147483647, the operator's
