@@ -13,7 +13,8 @@ func TestChartDrawsTheComparedFigures(t *testing.T) {
 	var tb table
 	tb.add("a", "node one-shot p50, 1 caller, ms", 10, 4, lowerWins)
 	tb.add("b", "python one-shot, 8 callers x 5 s, calls/s", 900, 3500, higherWins)
-	tb.addBaseline("c", "python compute dict, ms vs "+systemPython+" in-process", 200, 160)
+	tb.addBaseline("c", "python3", "python compute dict, ms vs "+systemPython+" in-process", 200, 160)
+	tb.addBaseline("c", "v8", "python compute dict, ms vs our python.wasm on node's V8", 200, 110)
 	tb.addOurs("d", "RSS per kept runtime, MiB", 18)
 	path := filepath.Join(t.TempDir(), "img", "chart.png")
 	if err := tb.chart(path); err != nil {

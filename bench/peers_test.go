@@ -285,6 +285,7 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	}
 
 	sys := systemPythonTimes(b)
+	onV8 := pythonWasmOnV8Times(b, peerDir)
 	for _, w := range workloads {
 		o := median3(func() {
 			if _, err := call("code-runner::run", map[string]any{"lang": "python", "code": w.code, "runtime_id": keptID["python"], "timeout_ms": 30000}); err != nil {
@@ -298,7 +299,10 @@ func BenchmarkAgainstPeers(b *testing.B) {
 		})
 		t.add("python-"+w.name+"-ms", "python compute "+w.name+", ms (kept, over the bus)", msf(o), msf(p), lowerWins)
 		if s, ok := sys[w.name]; ok {
-			t.addBaseline("python-"+w.name+"-ms", "python compute "+w.name+", ms vs "+systemPython+" in-process", msf(o), s)
+			t.addBaseline("python-"+w.name+"-ms", "python3", "python compute "+w.name+", ms vs "+systemPython+" in-process", msf(o), s)
+		}
+		if v, ok := onV8[w.name]; ok {
+			t.addBaseline("python-"+w.name+"-ms", "v8", "python compute "+w.name+", ms vs our python.wasm on node's V8", msf(o), v)
 		}
 	}
 
@@ -313,7 +317,7 @@ func BenchmarkAgainstPeers(b *testing.B) {
 					b.Fatal(err)
 				}
 			})
-			t.addBaseline("python-"+w.name+"-oneshot-ms", "python one-shot "+w.name+", ms vs a fresh "+systemPython+" process", msf(o), systemPythonProcess(b, site, w.code))
+			t.addBaseline("python-"+w.name+"-oneshot-ms", "python3", "python one-shot "+w.name+", ms vs a fresh "+systemPython+" process", msf(o), systemPythonProcess(b, site, w.code))
 		}
 	}
 
@@ -372,7 +376,7 @@ const (
 type row struct {
 	name       string // as the table prints it
 	key        string // the metric's name
-	baseKey    string // "peer" or "python3"
+	baseKey    string // "peer", "python3" or "v8"
 	ours, peer float64
 	dir        direction
 }
@@ -383,8 +387,10 @@ func (t *table) add(key, name string, ours, peer float64, d direction) {
 	t.rows = append(t.rows, row{name: name, key: key, baseKey: "peer", ours: ours, peer: peer, dir: d})
 }
 
-func (t *table) addBaseline(key, name string, ours, base float64) {
-	t.rows = append(t.rows, row{name: name, key: key, baseKey: "python3", ours: ours, peer: base, dir: lowerWins})
+// addBaseline adds a figure compared with a baseline other than the peer
+// worker, named by baseKey ("python3", "v8"), where lower wins.
+func (t *table) addBaseline(key, baseKey, name string, ours, base float64) {
+	t.rows = append(t.rows, row{name: name, key: key, baseKey: baseKey, ours: ours, peer: base, dir: lowerWins})
 }
 
 func (t *table) addOurs(key, name string, ours float64) {
@@ -410,7 +416,7 @@ func (t *table) String() string {
 		}
 		fmt.Fprintf(&s, "%-62s %12.2f %12.2f %9.2fx%s\n", r.name, r.ours, r.peer, r.ours/r.peer, win)
 	}
-	s.WriteString("baseline: the isolated-vm / Pyodide peer worker unless the figure names " + systemPython + "\n")
+	s.WriteString("baseline: the isolated-vm / Pyodide peer worker unless the figure names another\n")
 	return s.String()
 }
 
@@ -482,13 +488,7 @@ func systemPythonTimes(b *testing.B) map[string]float64 {
 		b.Logf("no %s on this machine: compute is compared with the peer only", systemPython)
 		return nil
 	}
-	var prog strings.Builder
-	prog.WriteString("import json, time\nout = {}\n")
-	for _, w := range workloads {
-		fmt.Fprintf(&prog, "ts = []\nfor _ in range(3):\n    t = time.perf_counter()\n    exec(%q, {})\n    ts.append((time.perf_counter() - t) * 1000)\nout[%q] = sorted(ts)[1]\n", w.code, w.name)
-	}
-	prog.WriteString("print(json.dumps(out))\n")
-	out, err := exec.Command(systemPython, "-I", "-c", prog.String()).Output()
+	out, err := exec.Command(systemPython, "-I", "-c", workloadTimesProgram()).Output()
 	if err != nil {
 		b.Fatalf("%s: %v", systemPython, err)
 	}
@@ -497,6 +497,19 @@ func systemPythonTimes(b *testing.B) map[string]float64 {
 		b.Fatalf("%s printed %q: %v", systemPython, out, err)
 	}
 	return m
+}
+
+// workloadTimesProgram is a python program that runs every workload three
+// times in one interpreter and prints each one's median in ms as a JSON
+// object keyed by the workload's name.
+func workloadTimesProgram() string {
+	var prog strings.Builder
+	prog.WriteString("import json, time\nout = {}\n")
+	for _, w := range workloads {
+		fmt.Fprintf(&prog, "ts = []\nfor _ in range(3):\n    t = time.perf_counter()\n    exec(%q, {})\n    ts.append((time.perf_counter() - t) * 1000)\nout[%q] = sorted(ts)[1]\n", w.code, w.name)
+	}
+	prog.WriteString("print(json.dumps(out))\n")
+	return prog.String()
 }
 
 // proc is a started worker process whose output is kept for failures.
@@ -553,9 +566,10 @@ func (t *table) chart(path string) error {
 			adv = r.ours / r.peer
 		}
 		name := strings.NewReplacer(", ms", "", ", µs", "", ", MiB", "", " (kept, over the bus)", "").Replace(r.name)
-		if r.baseKey == "python3" {
+		switch r.baseKey {
+		case "python3":
 			name = strings.Replace(name, "vs "+systemPython+" in-process", "vs python3", 1)
-		} else {
+		case "peer":
 			name += " vs peer"
 		}
 		names = append(names, name)
