@@ -366,6 +366,10 @@ type stdinQueue struct {
 	job    func()                     // run by the guest in its read, then it parks again
 	parks  uint64                     // how many times the guest started waiting
 	parked *sync.Cond                 // the host waits on it for the guest to park
+
+	// yielded is when the guest's tick last yielded its P (tick.go); only
+	// the guest's goroutine reads or writes it.
+	yielded time.Time
 }
 
 func newStdinQueue() *stdinQueue {

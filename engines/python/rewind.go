@@ -52,13 +52,17 @@ func withRewind(ctx context.Context, q *stdinQueue) context.Context {
 }
 
 // adoptExec is called by the tick with the context and module of the
-// call it serves; the first call hands them to the instance's queue.
-func adoptExec(ctx context.Context, mod api.Module) {
+// call it serves; the first call hands them to the instance's queue. It
+// returns that queue (nil for an instance run without one).
+func adoptExec(ctx context.Context, mod api.Module) *stdinQueue {
 	q, ok := ctx.Value(rewindKey{}).(*stdinQueue)
-	if !ok || q.exec.Load() != nil {
-		return
+	if !ok {
+		return nil
 	}
-	q.exec.Store(&execHandle{snap: experimental.GetSnapshotter(ctx), mod: mod})
+	if q.exec.Load() == nil {
+		q.exec.Store(&execHandle{snap: experimental.GetSnapshotter(ctx), mod: mod})
+	}
+	return q
 }
 
 // globalState is the values of an instance's mutable globals.

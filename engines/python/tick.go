@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -21,6 +22,15 @@ const (
 	loopTickInterval = 1 << 16
 )
 
+// yieldEvery is how long an interpreter computes between yields of its P.
+// Ticks come far more often (every ~100 µs in a bytecode loop), and each
+// runtime.Gosched with an idle P besides wakes a thread that finds nothing
+// to do and sleeps again: yielding at every tick cost a computing guest
+// 5–10 % (docs/architecture.md, "Why does a computing guest yield only
+// every millisecond?"). A millisecond still leaves the worker's other
+// goroutines the thread ten times as often as Go's own preemption would.
+const yieldEvery = time.Millisecond
+
 // instantiateTick provides code_runner.tick. Compiled wasm never reaches a
 // Go preemption point by itself, and the engine compiles python.wasm
 // without wazero's kill checks (an exit to Go at every loop header, 3.8×
@@ -28,18 +38,21 @@ const (
 //
 //   - when the interpreter's context is done (a kill: deadline, budget,
 //     teardown) it ends the instance, as WASI's proc_exit does;
-//   - otherwise it yields the P, so a guest computing on every P still
-//     leaves the bus, node calls and timers their turn.
+//   - otherwise, once yieldEvery has passed since it last did, it yields
+//     the P, so a guest computing on every P still leaves the bus, node
+//     calls and timers their turn.
 func instantiateTick(ctx context.Context, rt wazero.Runtime) error {
 	_, err := rt.NewHostModuleBuilder(tickModule).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, _ []uint64) {
-			adoptExec(ctx, mod) // the instance's snapshotter, for its resets (rewind.go)
+			q := adoptExec(ctx, mod) // the instance's snapshotter, for its resets (rewind.go)
 			if ctx.Err() != nil {
 				_ = mod.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
 				panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 			}
-			runtime.Gosched()
+			if q == nil || q.yieldDue(time.Now()) {
+				runtime.Gosched()
+			}
 		}), nil, nil).
 		Export(tickName).
 		Instantiate(ctx)
@@ -47,4 +60,15 @@ func instantiateTick(ctx context.Context, rt wazero.Runtime) error {
 		return fmt.Errorf("instantiate code_runner host module: %w", err)
 	}
 	return nil
+}
+
+// yieldDue reports whether the interpreter's tick at now should yield its
+// P: the first time, and then once yieldEvery has passed since the last
+// yield. Only the interpreter's own goroutine calls it (from its ticks).
+func (q *stdinQueue) yieldDue(now time.Time) bool {
+	if !q.yielded.IsZero() && now.Sub(q.yielded) < yieldEvery {
+		return false
+	}
+	q.yielded = now
+	return true
 }
