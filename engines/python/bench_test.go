@@ -213,7 +213,9 @@ func measureKillability(b *testing.B) (none, loops, wazeroChecks, system []float
 		fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: std}}, pywasm.StdlibDir)
 		cfg := wazero.NewModuleConfig().WithArgs("python", "-I", "-c", killabilityProgram).WithStdout(&out).WithStderr(&errs).
 			WithFSConfig(fsc).WithSysWalltime().WithSysNanotime()
-		if _, err := rt.InstantiateWithConfig(ctx, wasm, cfg); err != nil {
+		// As the engine runs it: the instance's queue in its context, so the
+		// tick yields as it does in production (once a millisecond).
+		if _, err := rt.InstantiateWithConfig(withRewind(ctx, newStdinQueue()), wasm, cfg); err != nil {
 			b.Fatalf("%v: %s", err, errs.String())
 		}
 		return parseTimes(b, out.String())

@@ -50,8 +50,10 @@ func instantiateTick(ctx context.Context, rt wazero.Runtime) error {
 				_ = mod.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
 				panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 			}
-			if q == nil || q.yieldDue(time.Now()) {
+			if q == nil {
 				runtime.Gosched()
+			} else if q.yieldDue(time.Now()) {
+				q.yieldP()
 			}
 		}), nil, nil).
 		Export(tickName).
@@ -63,12 +65,17 @@ func instantiateTick(ctx context.Context, rt wazero.Runtime) error {
 }
 
 // yieldDue reports whether the interpreter's tick at now should yield its
-// P: the first time, and then once yieldEvery has passed since the last
-// yield. Only the interpreter's own goroutine calls it (from its ticks).
+// P: if it never has, or once yieldEvery has passed since it got the P
+// back from its last yield. Only the interpreter's own goroutine calls it
+// (from its ticks).
 func (q *stdinQueue) yieldDue(now time.Time) bool {
-	if !q.yielded.IsZero() && now.Sub(q.yielded) < yieldEvery {
-		return false
-	}
-	q.yielded = now
-	return true
+	return q.yielded.IsZero() || now.Sub(q.yielded) >= yieldEvery
+}
+
+// yieldP yields the interpreter's P and notes when it got it back. The
+// clock starts after the yield, not before: guests sharing a P then get
+// a millisecond each, however long each waited for its turn.
+func (q *stdinQueue) yieldP() {
+	runtime.Gosched()
+	q.yielded = time.Now()
 }
