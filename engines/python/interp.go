@@ -367,8 +367,8 @@ type stdinQueue struct {
 	parks  uint64                     // how many times the guest started waiting
 	parked *sync.Cond                 // the host waits on it for the guest to park
 
-	// yielded is when the guest's tick last yielded its P (tick.go); only
-	// the guest's goroutine reads or writes it.
+	// yielded is when the guest got its P back from its tick's last yield
+	// (tick.go); only the guest's goroutine reads or writes it.
 	yielded time.Time
 }
 
