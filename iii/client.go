@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/internal/jsonx"
+	"github.com/code-runner-go/code-runner/internal/rawconn"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
@@ -566,6 +567,7 @@ func (c *Client) dial() (*conn, error) {
 		hdr[k] = []string{v}
 	}
 	ws, _, err := websocket.Dial(ctx, c.opts.URL, &websocket.DialOptions{
+		HTTPClient:     rawconn.HTTPClient(), // bus traffic does not wake the runtime's parked monitor
 		HTTPHeader:     hdr,
 		OnPingReceived: func(context.Context, []byte) bool { cn.touch(); return true },
 		OnPongReceived: func(context.Context, []byte) { cn.touch() },

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/rawconn"
 	"github.com/coder/websocket"
 )
 
@@ -116,7 +117,7 @@ type conn struct {
 func (s *Sink) dial(ctx context.Context) (*conn, error) {
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
-	ws, _, err := websocket.Dial(dctx, s.url, nil)
+	ws, _, err := websocket.Dial(dctx, s.url, &websocket.DialOptions{HTTPClient: rawconn.HTTPClient()})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	"github.com/code-runner-go/code-runner/internal/rawconn"
 	"github.com/code-runner-go/code-runner/internal/spinread"
 )
 
@@ -95,6 +96,10 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	}
 	cmd.Stdout = pw
 	stdout, err := spinread.New(pr, tuning.PipeSpin)
+	var stdin *rawconn.Writer
+	if err == nil {
+		stdin, err = rawconn.NewWriter(inW)
+	}
 	if err != nil {
 		pr.Close()
 		pw.Close()
@@ -102,7 +107,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 		inW.Close()
 		return nil, err
 	}
-	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, localLog: localLog, wsem: make(chan struct{}, 1), stdin: inW, w: &hostproto.FrameWriter{W: inW},
+	p := &hostProc{cmd: cmd, heapMB: heapMB, filesOn: filesOn, log: log, localLog: localLog, wsem: make(chan struct{}, 1), stdin: inW, w: &hostproto.FrameWriter{W: stdin},
 		waiters: map[int64]chan *hostproto.Msg{}, exited: make(chan struct{}), readyAgain: make(chan struct{}, 1)}
 	cmd.Stderr = &p.stderr
 	err = cmd.Start()

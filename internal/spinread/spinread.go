@@ -17,7 +17,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/code-runner-go/code-runner/internal/rawconn"
 )
 
 // Reader reads a non-blocking *os.File (a pipe from os.Pipe or made
@@ -65,13 +66,13 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	var (
 		n       int
-		rerr    error
+		rerr    syscall.Errno
 		spinEnd time.Time
 		spun    bool
 	)
 	err := r.rc.Read(func(fd uintptr) bool {
 		for {
-			n, rerr = rawRead(fd, p)
+			n, rerr = rawconn.RawRead(fd, p)
 			switch {
 			case rerr == syscall.EINTR:
 				continue
@@ -93,24 +94,11 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if rerr != nil {
+	if rerr != 0 {
 		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
 	}
 	if n == 0 {
 		return 0, io.EOF
 	}
 	return n, nil
-}
-
-// rawRead is read(2) on a non-blocking descriptor without telling the Go
-// scheduler a system call is under way (it cannot block). Entering a
-// system call wakes the runtime's monitor when it has parked, and the
-// monitor then polls every 20 µs for a millisecond and more: for a poll
-// that finds nothing many times a call, that cost more than the read.
-func rawRead(fd uintptr, p []byte) (int, error) {
-	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/code-runner-go/code-runner/internal/rawconn"
 	"github.com/code-runner-go/code-runner/internal/spinread"
 )
 
@@ -30,7 +31,19 @@ func Serve() int {
 		fmt.Fprintln(os.Stderr, "isolate host:", err)
 		return 5
 	}
-	return RunHost(in, os.Stdout)
+	// Stdout likewise, so that its writes are raw system calls that wait
+	// on the poller (internal/rawconn): the replies then do not wake the
+	// runtime's parked monitor.
+	if err := syscall.SetNonblock(1, true); err != nil {
+		fmt.Fprintln(os.Stderr, "isolate host: stdout:", err)
+		return 5
+	}
+	out, err := rawconn.NewWriter(os.NewFile(1, "stdout"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "isolate host:", err)
+		return 5
+	}
+	return RunHost(in, out)
 }
 
 // ownedByUs reports whether info describes a file owned by this process's
