@@ -58,6 +58,11 @@ func wrap(c net.Conn, raw bool) net.Conn {
 // worker dials its WebSocket connections to the engine with.
 func HTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Each dial gets its own client and nothing reuses a connection: one
+	// whose upgrade was refused must close, not idle in this transport's
+	// pool. Upgrade requests are exempt from the "Connection: close" this
+	// adds.
+	t.DisableKeepAlives = true
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -188,7 +193,11 @@ func write(rc syscall.RawConn, p []byte) (written int, errno syscall.Errno, err 
 }
 
 func (c *Conn) opError(op string, errno syscall.Errno) error {
-	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errno}
+	e := &net.OpError{Op: op, Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: errno}
+	if e.Addr != nil {
+		e.Net = e.Addr.Network()
+	}
+	return e
 }
 
 // RawRead is read(2) into p (not empty) without telling the scheduler a
