@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/tuning"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -74,8 +75,11 @@ func (q *stdinQueue) yieldDue(now time.Time) bool {
 
 // yieldP yields the interpreter's P and notes when it got it back. The
 // clock starts after the yield, not before: guests sharing a P then get
-// a millisecond each, however long each waited for its turn.
+// a millisecond each, however long each waited for its turn. It first
+// wakes the runtime's monitor (tuning.WakeMonitor): on one P it is what
+// reads the bus while the guest computes.
 func (q *stdinQueue) yieldP() {
+	tuning.WakeMonitor()
 	runtime.Gosched()
 	q.yielded = time.Now()
 }
