@@ -10,11 +10,12 @@
 //	PipeSpin (pipe poll)         the constant                         up to 50 µs of CPU per pipe read
 //	MemoryReturner               the constant ReturnDelay             one FreeOSMemory per burst of disposals, one after boot
 //
-// The runtime's system monitor is left to park while the worker is idle.
-// Keeping it polling (GODEBUG=schedtrace=2147483647, the operator's
-// switch) saves ~15 % of the CPU of a light call that follows idle time,
-// for ~100 wake-ups a second while idle (docs/architecture.md, "Why does
-// the runtime's monitor park while the worker is idle?").
+// The runtime's system monitor is left to park while the worker is idle,
+// and a call's own I/O does not wake it (internal/rawconn). Keeping it
+// polling (GODEBUG=schedtrace=2147483647, the operator's switch) costs
+// ~100 wake-ups a second while idle; it saved ~15 % of a light call's CPU
+// before the raw I/O and nothing measurable since (docs/architecture.md,
+// "Why does the runtime's monitor park while the worker is idle?").
 //
 // Nothing here is guest-facing; every knob only moves when and where the
 // worker spends CPU, never what a guest may do.
