@@ -8,6 +8,13 @@
 // after each message catches the next one while its thread is still awake.
 // The poll yields to other goroutines (runtime.Gosched) on every empty try,
 // so it only burns CPU nothing else wanted, and only for Spin per read.
+//
+// The poll adapts: it only pays where messages follow each other closely
+// (a guest's host call and its reply, calls issued back to back inside the
+// worker). Where they come over the engine's bus, the next one is 0.1 ms or
+// more away and every poll is CPU thrown away, so after two waits in a row
+// that outlasted it a Reader goes straight to the poller, trying the poll
+// again on every 16th wait to notice when messages come close again.
 package spinread
 
 import (
@@ -31,6 +38,24 @@ type Reader struct {
 	f    *os.File
 	rc   syscall.RawConn
 	spin time.Duration
+	// misses counts the waits in a row the poll did not end: the reader's
+	// own state, touched only by Read (one reader at a time, as for any
+	// io.Reader).
+	misses int
+}
+
+const (
+	// missesBeforeSleeping is how many waits in a row the poll may
+	// outlast before a Reader stops polling.
+	missesBeforeSleeping = 2
+	// probeEvery is how often, in waits, a Reader that stopped polling
+	// polls once more: a caught message turns polling back on.
+	probeEvery = 16
+)
+
+// polls reports whether the next wait polls first.
+func (r *Reader) polls() bool {
+	return r.spin > 0 && (r.misses < missesBeforeSleeping || r.misses%probeEvery == 0)
 }
 
 // New wraps f. It fails when f is not pollable (a blocking descriptor).
@@ -58,8 +83,9 @@ func New(f *os.File, spin time.Duration) (*Reader, error) {
 func (r *Reader) SetReadDeadline(t time.Time) error { return r.f.SetReadDeadline(t) }
 
 // Read reads into p: at once when data is there, after a short poll when
-// it arrives within Spin, else when the poller wakes (or the deadline
-// passes, with an error for which os.IsTimeout is true).
+// it arrives within Spin (and polls have been paying: see the package
+// comment), else when the poller wakes (or the deadline passes, with an
+// error for which os.IsTimeout is true).
 func (r *Reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -77,14 +103,23 @@ func (r *Reader) Read(p []byte) (int, error) {
 			case rerr == syscall.EINTR:
 				continue
 			case rerr != syscall.EAGAIN:
+				if !spinEnd.IsZero() && !spun {
+					r.misses = 0 // the poll caught it: polls pay here
+				}
 				return true
 			case spun:
 				return false // already polled once; let the poller wait
 			}
 			if spinEnd.IsZero() {
+				if !r.polls() {
+					r.misses++
+					spun = true
+					return false
+				}
 				spinEnd = time.Now().Add(r.spin)
 			}
 			if !time.Now().Before(spinEnd) {
+				r.misses++
 				spun = true
 				return false
 			}

@@ -113,3 +113,55 @@ func TestABlockingPipeIsMadeNonBlocking(t *testing.T) {
 		t.Fatal("the read on a blocking descriptor did not end at its deadline")
 	}
 }
+
+// TestThePollStopsWhereItDoesNotPay: a reader whose waits outlast the poll
+// (messages 0.1 ms or more apart, as over the engine's bus) stops polling
+// after two of them, polls again on every 16th wait, and polls every time
+// again once a poll catches a message.
+func TestThePollStopsWhereItDoesNotPay(t *testing.T) {
+	sr, w := pipe(t, time.Millisecond)
+	buf := make([]byte, 8)
+	read := func(after time.Duration, want string) {
+		t.Helper()
+		go func() { time.Sleep(after); w.Write([]byte(want)) }()
+		n, err := sr.Read(buf)
+		if err != nil || string(buf[:n]) != want {
+			t.Fatalf("read %q, %v; want %q", buf[:n], err, want)
+		}
+	}
+	if !sr.polls() {
+		t.Fatal("a new reader does not poll")
+	}
+	read(50*time.Millisecond, "a")
+	if !sr.polls() {
+		t.Fatal("one wait the poll did not end stopped the polling")
+	}
+	read(50*time.Millisecond, "b")
+	if sr.polls() {
+		t.Fatalf("after %d waits in a row that outlasted the poll, the reader still polls", sr.misses)
+	}
+	probes := 0
+	for i := 0; i < 2*probeEvery; i++ {
+		if sr.polls() {
+			probes++
+		}
+		read(5*time.Millisecond, "c")
+	}
+	if probes != 2 {
+		t.Fatalf("%d probes in %d waits; want 2", probes, 2*probeEvery)
+	}
+	// A message that comes while the reader polls turns polling back on.
+	for !sr.polls() {
+		read(5*time.Millisecond, "d")
+	}
+	sr.spin = 10 * time.Second
+	read(time.Millisecond, "e")
+	if sr.misses != 0 || !sr.polls() {
+		t.Fatalf("a caught message left %d misses", sr.misses)
+	}
+	sr.spin = time.Millisecond
+	read(50*time.Millisecond, "f")
+	if !sr.polls() {
+		t.Fatal("one miss after a catch stopped the polling")
+	}
+}
