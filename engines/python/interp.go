@@ -66,8 +66,9 @@ type interp struct {
 	memCap   uint64       // linear memory cap, bytes
 	globals  *globalState // its mutable globals at the snapshot (rewind.go)
 	resets   int          // resets so far (maxResets)
-	// pingFrame is the health check sent after a reset: it carries the
-	// identity of each writable mount's directory (see pingFrameFor).
+	// pingFrame is the health check takeSnapshot sends before the
+	// snapshot: it carries the identity of each writable mount's directory
+	// (see pingFrameFor).
 	pingFrame []byte
 }
 
@@ -475,14 +476,13 @@ var errMemoryGrew = errors.New("the turn grew the interpreter's memory")
 // snapshot.
 var headroomFrame = []byte(`{"kind":"run","code":"bytearray(16 << 20)"}`)
 
-// pingFrameFor builds an interpreter's health check: the wrapper answers it
-// only when each writable mount's path still resolves to the directory it
-// was mounted with, compared by device and inode as the guest sees them. A
-// tenant can close a mount's preopened descriptor and open another
-// directory — the read-only /run, the shared standard library — into the
-// same number; after the reset the next tenant's /work would be that
-// directory. The host empties the directories itself (budget.empty); the
-// check proves the guest still reaches those ones.
+// pingFrameFor builds an interpreter's health check, the turns takeSnapshot
+// runs before the snapshot: the wrapper answers it only when each writable
+// mount's path resolves to the directory it was mounted with, compared by
+// device and inode as the guest sees them, and /run is there. (After a
+// reset, restoreFDs proves the same by descriptor identity: a tenant that
+// closed a mount's descriptor and opened another directory into its number
+// makes the reset fail.)
 func pingFrameFor(mounts map[string]experimentalsys.FS) ([]byte, error) {
 	ids := map[string][2]uint64{}
 	for path, fsys := range mounts {
@@ -542,6 +542,11 @@ func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
 	if ip.wr.unexported > 0 {
 		return fmt.Errorf("%w: python.wasm has %d mutable globals it does not export (build it with deps/cpython/build.sh)", errNotSnapshottable, ip.wr.unexported)
 	}
+	for _, b := range []*budget{ip.work, ip.out} {
+		if err := b.pin(); err != nil {
+			return fmt.Errorf("%w: %v", errNotSnapshottable, err)
+		}
+	}
 	ip.open.keepOpen()
 	// Everything with the guest held in its read, as reset restores it:
 	// descriptors, the wasm stack of the read (rewind.go), the globals and
@@ -589,10 +594,19 @@ func (ip *interp) waitParked(ctx context.Context) error {
 
 // reset returns a parked interpreter to the moment it was snapshotted, as
 // if freshly booted: its descriptor table that of the snapshot (fdtable.go),
-// its memory restored (the pages the guest wrote copied
-// back from the snapshot), /work and /out emptied, and a ping turn proving its stdin and
-// stdout still reach the host (guest code could have closed or renumbered
-// them). An interpreter that fails any step must be disposed of.
+// its memory restored (the pages the guest wrote copied back from the
+// snapshot), its globals and the wasm stack of its parked read restored,
+// whatever it printed dropped, and /work and /out emptied. An interpreter
+// that fails any step must be disposed of.
+//
+// No turn follows to check it (a ping turn did, until it was measured at a
+// seventh of a one-shot's CPU): everything such a turn could find changed
+// is put back or verified here by the host — the descriptors by identity,
+// so stdin, stdout and each mount are the very entries the snapshot had;
+// each writable mount's directory by device and inode at its host path,
+// its times put back (budget.settle); nothing queued on stdin
+// (whileParked); memory, globals and stack as snapshotted, and that state
+// passed four check turns before it was taken (takeSnapshot).
 // pagemapFD is the engine's open /proc/self/pagemap (-1: restore opens one).
 func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	if ip.dead() || !ip.stdin.blocked() {
@@ -657,9 +671,12 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 		if err := b.empty(); err != nil {
 			return err
 		}
+		if err := b.settle(); err != nil {
+			return err
+		}
 	}
 	ip.resetMemoryDenied()
-	return ip.ping(ctx, ip.pingFrame)
+	return nil
 }
 
 // ping sends a turn of the wrapper's own (the health check, or the

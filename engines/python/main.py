@@ -374,12 +374,10 @@ def _compile(code):
 def _turn(t):
     kind = t.get('kind', 'run')
     if kind == 'ping':
-        # The host's health check after it restored this interpreter's
-        # memory: reaching here proves stdin and stdout still work; each
-        # writable mount must still be the directory the host mounted
-        # (device and inode: a tenant can close a mount's descriptor and
-        # open another directory into it), and /run must be there. The host
-        # emptied /work and /out itself.
+        # The host's health check before it snapshots this interpreter:
+        # reaching here proves stdin and stdout work; each writable mount
+        # must be the directory the host mounted (device and inode), and
+        # /run must be there.
         for path, ident in t['mounts'].items():
             st = os.stat(path)
             if [st.st_dev, st.st_ino] != ident:

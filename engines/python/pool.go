@@ -49,7 +49,7 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 // recycle settles a one-shot's loan: an interpreter that is still parked
 // and was snapshotted is reset to its snapshot — memory, /work and /out as
 // they were when it first parked — and goes back to the pool; anything else
-// (killed, dead, grown, failing its ping, no room) is disposed of, with the
+// (killed, dead, grown, a descriptor replaced, no room) is disposed of, with the
 // one-shot's /work. ip is nil when the one-shot's interpreter was killed.
 func (e *Engine) recycle(ip *interp, workDir string, returning func()) {
 	defer returning() // one-shots queued for an interpreter wait for this one (Destroy counted it)

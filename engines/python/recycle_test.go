@@ -228,6 +228,63 @@ result = [sorted(os.listdir('/work')), sorted(os.listdir('/out'))]`
 	}
 }
 
+// A tenant can also change the mount directories themselves rather than
+// what is in them: set their times (128 chosen bits per mount, for the next
+// tenant's os.stat to read), or remove one and make another at its path,
+// which the preopened descriptor does not follow (the next tenant's fstat
+// of it would show a deleted directory). The reset puts the times back and
+// refuses a directory that is not the one it mounted.
+func TestAResetPutsBackTheMountDirectoriesThemselves(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// What the next tenant sees of each mount: its times, and whether
+	// some descriptor is the directory at its path.
+	probe := `import os
+def same(fd, st):
+    try:
+        f = os.fstat(fd)
+    except OSError:
+        return False
+    return (f.st_dev, f.st_ino) == (st.st_dev, st.st_ino)
+out = []
+for p in ('/work', '/out'):
+    st = os.stat(p)
+    out.append([st.st_atime_ns, st.st_mtime_ns, any(same(fd, st) for fd in range(3, 16))])
+open('/work/w', 'w').write('x')
+result = out`
+	// Every descriptor is looked at first, so each mount's directory is
+	// open behind its preopen before it is removed.
+	touchAll := "import os\nfor fd in range(3, 16):\n    try:\n        os.fstat(fd)\n    except OSError:\n        pass\n"
+	for _, dirty := range []string{
+		"import os\nos.utime('/work', ns=(111, 222))\nos.utime('/out', ns=(333, 444))\nresult = 1",
+		touchAll + "os.rmdir('/work')\nos.mkdir('/work')\nresult = 1",
+		touchAll + "os.rmdir('/out')\nos.mkdir('/out')\nresult = 1",
+	} {
+		waitPooled(t, r)
+		if res := r.mustRun(t, dirty); !res.Success {
+			t.Fatalf("%q: %+v", dirty, res)
+		}
+		r.eng.bg.Wait()
+		waitPooled(t, r)
+		after := r.mustRun(t, probe)
+		var a [][3]any
+		if err := json.Unmarshal(after.Result, &a); err != nil || len(a) != 2 {
+			t.Fatalf("probe: %s %s", after.Result, after.Stderr)
+		}
+		for i, m := range []string{"/work", "/out"} {
+			if a[i][2] != true {
+				t.Errorf("after %q the next tenant's %s is not the directory behind its descriptor", dirty, m)
+			}
+			if a[i][0] == 111.0 || a[i][0] == 333.0 || a[i][1] == 222.0 || a[i][1] == 444.0 {
+				t.Errorf("after %q the next tenant read the times the last one set on %s: %v", dirty, m, a[i])
+			}
+		}
+		r.eng.bg.Wait()
+	}
+}
+
 // A one-shot's interpreter counts as on its way back to the pool from the
 // moment the runtime is destroyed — not from when the background recycle
 // gets to run, which on a busy worker is later, while the caller borrows

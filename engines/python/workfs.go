@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -51,6 +52,11 @@ type budget struct {
 	gen         uint64 // changes made or admitted through the mount
 	measuredGen uint64 // gen when base* were last measured
 	measured    bool   // base* hold a measurement (false: walk next time)
+
+	// The directory itself as pin found it: which one it is (device and
+	// inode) and its times, what settle holds it to.
+	pinned       string
+	atime, mtime time.Time
 }
 
 func newBudget(dir, name string, maxBytes int64, maxEntries int) *budget {
@@ -143,6 +149,43 @@ func (b *budget) empty() error {
 	}
 	b.baseBytes, b.baseEntries = 0, 0
 	b.measured, b.measuredGen = true, b.gen
+	return nil
+}
+
+// pin records the directory's identity and times as the ones settle
+// holds it to.
+func (b *budget) pin() error {
+	st, err := os.Lstat(b.dir)
+	if err != nil {
+		return fmt.Errorf("pin %s: %w", b.name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pinned, b.atime, b.mtime = identity(st), accessTime(st), st.ModTime()
+	return nil
+}
+
+// settle holds the mount's directory itself to what pin recorded, for the
+// next tenant: a tenant can set its times (os.utime: chosen bits the next
+// one's os.stat would read), which settle puts back, or remove it and make
+// another at its path (the guest's preopened descriptor still names the
+// removed one), which is an error: the interpreter must go. Its ctime still
+// tells when it was last changed; that is the one thing left.
+func (b *budget) settle() error {
+	st, err := os.Lstat(b.dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !st.IsDir() || identity(st) != b.pinned {
+		return fmt.Errorf("%s is not the directory it was mounted as", b.name)
+	}
+	if !st.ModTime().Equal(b.mtime) || !accessTime(st).Equal(b.atime) {
+		if err := os.Chtimes(b.dir, b.atime, b.mtime); err != nil {
+			return fmt.Errorf("put back the times of %s: %w", b.name, err)
+		}
+	}
 	return nil
 }
 
