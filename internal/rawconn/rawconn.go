@@ -15,6 +15,7 @@ package rawconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -145,6 +146,12 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	n, errno, err := write(w.rc, p)
 	if err != nil {
+		// The poller says a closed file only as "use of closed file"; the
+		// file's own Write says it as os.ErrClosed, which callers test for
+		// (and it makes no system call on a closed file).
+		if _, werr := w.f.Write(nil); errors.Is(werr, os.ErrClosed) {
+			return n, werr
+		}
 		return n, err
 	}
 	if errno != 0 {

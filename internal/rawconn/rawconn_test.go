@@ -203,3 +203,26 @@ func TestWriterWritesAPipe(t *testing.T) {
 		t.Fatal("NewWriter accepted a regular file, which the poller cannot wait on")
 	}
 }
+
+// A Writer whose file was closed says so as the file's own Write does, on
+// the raw path and the race builds' path alike: os.ErrClosed.
+func TestWriterAfterCloseSaysErrClosed(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		r, wf, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := newWriter(wf, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		wf.Close()
+		if _, err := w.Write([]byte("y")); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("raw=%v: Write after Close: %v, want os.ErrClosed", raw, err)
+		}
+		r.Close()
+	}
+}
