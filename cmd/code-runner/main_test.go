@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,8 @@ import (
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/syncbuf"
 	"github.com/code-runner-go/code-runner/worker"
+
+	"golang.org/x/sys/unix"
 )
 
 func envOf(m map[string]string) envFunc {
@@ -568,5 +571,40 @@ func TestWorkerFileAdvertisesWhatWeBuild(t *testing.T) {
 	}
 	if desc != description {
 		t.Fatalf("iii.worker.yaml description %q differs from the manifest's", desc)
+	}
+}
+
+// An isolate host started with a regular file as stdout (not what the
+// worker gives it: a pipe) refuses to run, saying why, and leaves the
+// file's shared description blocking, as it came.
+func TestAHostOnAFileExitsAndLeavesItBlocking(t *testing.T) {
+	bin := buildBinary(t)
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pr, pw, err := os.Pipe() // stdin must be pollable for the host to reach its stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "__isolate-host")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pr, f, &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 || !strings.Contains(stderr.String(), "not pollable") {
+		t.Fatalf("host on a file: %v, stderr %q; want exit 5 saying it is not pollable", err, stderr.String())
+	}
+	var flags int
+	rc, _ := f.SyscallConn()
+	_ = rc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.O_NONBLOCK != 0 {
+		t.Fatal("the host left its stdout's file description non-blocking")
 	}
 }

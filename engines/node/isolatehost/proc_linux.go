@@ -40,6 +40,9 @@ func Serve() int {
 	}
 	out, err := rawconn.NewWriter(os.NewFile(1, "stdout"))
 	if err != nil {
+		// Not a pipe (a regular file, say): leave it blocking, as it came,
+		// for whoever shares the file description.
+		_ = syscall.SetNonblock(1, false)
 		fmt.Fprintln(os.Stderr, "isolate host:", err)
 		return 5
 	}
