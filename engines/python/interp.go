@@ -368,8 +368,9 @@ type stdinQueue struct {
 	parks  uint64                     // how many times the guest started waiting
 	parked *sync.Cond                 // the host waits on it for the guest to park
 
-	// yielded is when the guest got its P back from its tick's last yield
-	// (tick.go); only the guest's goroutine reads or writes it.
+	// yielded is when the guest last got its P back, from its tick's last
+	// yield or from waiting in Read (tick.go); only the guest's goroutine
+	// reads or writes it.
 	yielded time.Time
 }
 
@@ -410,6 +411,12 @@ func (q *stdinQueue) Read(p []byte) (int, error) {
 		default:
 		}
 		q.cond.Wait()
+		// Waiting gave the P up: the guest has it back now, so its
+		// tick's millisecond starts here (tick.go). Left to run from the
+		// last yield, it came due at the first tick of nearly every turn
+		// that followed a pause, and each such yield woke the runtime's
+		// monitor for nothing.
+		q.yielded = time.Now()
 	}
 	q.waiting = false
 	if q.closed {

@@ -37,3 +37,36 @@ func TestTheTickYieldsOnceAMillisecond(t *testing.T) {
 		t.Fatal("a second yield did not restart the clock")
 	}
 }
+
+// A guest that waited for its next frame gave its P up while it waited:
+// its millisecond starts when the frame came, not at its last yield, so
+// the first tick of a short turn after a pause does not yield.
+func TestAWaitForTheNextFrameRestartsTheTicksClock(t *testing.T) {
+	q := newStdinQueue()
+	q.yieldP()
+	q.yielded = q.yielded.Add(-time.Hour) // its last yield long ago
+	if !q.yieldDue(time.Now()) {
+		t.Fatal("an hour after its last yield the tick was not due")
+	}
+	got := make(chan int, 1)
+	go func() {
+		n, _ := q.Read(make([]byte, 8))
+		got <- n
+	}()
+	for !q.blocked() {
+		time.Sleep(time.Millisecond)
+	}
+	before := time.Now()
+	if err := q.push([]byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-got; n != 5 {
+		t.Fatalf("read %d bytes", n)
+	}
+	if q.yielded.Before(before) {
+		t.Fatalf("the clock was not restarted by the wait: it reads %v before the frame came", before.Sub(q.yielded))
+	}
+	if q.yieldDue(q.yielded.Add(yieldEvery / 2)) {
+		t.Fatal("half a millisecond after the frame came, the tick was due")
+	}
+}
