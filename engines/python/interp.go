@@ -363,6 +363,7 @@ type stdinQueue struct {
 	// its own goroutine, inside its read.
 	exec   atomic.Pointer[execHandle] // the instance's snapshotter, from the tick
 	stack  experimental.Snapshot      // the wasm call stack of the parked read, once captured
+	kept   *keptStack                 // stack's buffer, put back before each rewind; nil if it cannot be
 	rearm  bool                       // capture the stack at the next read (after a rewind)
 	job    func()                     // run by the guest in its read, then it parks again
 	parks  uint64                     // how many times the guest started waiting
@@ -638,9 +639,11 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 		return errors.New("interpreter has no snapshot of its globals")
 	}
 	if ip.resets >= maxResets {
-		// Each rewind's snapshot is 16 bytes longer than the stack it
-		// restores (wazero's clone adds slack): the interpreter retires
-		// before that adds up.
+		// Where the stack is not kept, each rewind's new snapshot is 16
+		// bytes longer than the stack it restores (wazero's clone adds
+		// slack): the interpreter retires before that adds up. Where it
+		// is, the bound stays, for whatever else a long life gathers
+		// outside the state a reset restores.
 		return errRetired
 	}
 	ip.resets++

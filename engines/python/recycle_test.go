@@ -428,8 +428,8 @@ result = [sorted(os.listdir('/work')), sys.modules['__main__']._park.__name__, g
 	}
 }
 
-// An interpreter serves at most maxResets resets (each rewind's stack copy
-// is a little longer than the last), then retires: the next one-shot after
+// An interpreter serves at most maxResets resets (without a kept stack,
+// each rewind's stack copy is a little longer than the last), then retires: the next one-shot after
 // its last reset gets a freshly booted interpreter, and answers correctly.
 func TestAnInterpreterRetiresAfterItsResets(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })

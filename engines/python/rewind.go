@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -92,18 +94,91 @@ func (gs *globalState) restore() {
 	}
 }
 
-// maxResets is how many resets an interpreter serves before it retires: a
-// rewind's snapshot is 16 bytes longer than the stack it restores (wazero
-// clones with slack and keeps the clone), so the stack copied at each
-// reset grows by 64 KiB over an interpreter's life, no more.
+// maxResets is how many resets an interpreter serves before it retires.
+// Where its stack cannot be kept (keptStack), each rewind takes a new
+// snapshot, 16 bytes longer than the stack it restores (wazero clones with
+// slack and keeps the clone), so the stack copied at each reset grows by
+// 64 KiB over an interpreter's life, no more. A new interpreter every 4,096
+// one-shots costs each of them a few microseconds.
 const maxResets = 4096
 
 // errRetired: the interpreter has served maxResets resets.
 var errRetired = errors.New("the interpreter has served its resets")
 
+// keptStack is one captured stack rewound to over and over. A snapshot is
+// spent by its restore because wazero makes the snapshot's own buffer the
+// live stack, which the guest then writes; taking a new one after every
+// rewind cloned the whole stack buffer (~160 KiB, mostly free space grown
+// during boot) for a few KiB of frames — ~6 % of a python one-shot's CPU,
+// and most of the garbage behind another ~6 % in the collector. Kept, the
+// snapshot's buffer is put back before each restore instead: its frames
+// (from the snapshot's stack pointer to the end of the buffer) from the copy
+// taken at capture, and the free space below them zeroed, so the stack is
+// byte for byte what a fresh clone would be and nothing the tenant's frames
+// left there survives. wazero has no API for this: the buffer is reached
+// through the snapshot's unexported fields, found by name and type with
+// reflect (wazero v1.12's *wazevo.snapshot); a snapshot of any other shape
+// is not kept, and the rewind takes a new one each time, as before.
+type keptStack struct {
+	stack  []byte // the snapshot's buffer, the live stack after each restore
+	frames int    // offset of the snapshot's stack pointer in stack
+	saved  []byte // stack[frames:] as captured
+}
+
+// keepStack returns s's stack to keep, or nil when s is not a snapshot of
+// the shape keptStack knows.
+func keepStack(s experimental.Snapshot) *keptStack {
+	v := reflect.ValueOf(s)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil
+	}
+	t := v.Type().Elem()
+	if t.Kind() != reflect.Struct || t.Name() != "snapshot" ||
+		t.PkgPath() != "github.com/tetratelabs/wazero/internal/engine/wazevo" {
+		return nil
+	}
+	field := func(name string, want reflect.Type) (uintptr, bool) {
+		f, ok := t.FieldByName(name)
+		if !ok || f.Type != want || len(f.Index) != 1 {
+			return 0, false
+		}
+		return f.Offset, true
+	}
+	stackOff, ok1 := field("stack", reflect.TypeFor[[]byte]())
+	spOff, ok2 := field("sp", reflect.TypeFor[uintptr]())
+	topOff, ok3 := field("top", reflect.TypeFor[uintptr]())
+	if !ok1 || !ok2 || !ok3 {
+		return nil
+	}
+	p := v.UnsafePointer()
+	stack := *(*[]byte)(unsafe.Add(p, stackOff))
+	sp := *(*uintptr)(unsafe.Add(p, spOff))
+	top := *(*uintptr)(unsafe.Add(p, topOff))
+	if len(stack) == 0 {
+		return nil
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(stack)))
+	if sp < base || sp > top || top >= base+uintptr(len(stack)) {
+		return nil // not a stack pointer into this buffer: not the shape we know
+	}
+	frames := int(sp - base)
+	return &keptStack{stack: stack, frames: frames, saved: append([]byte(nil), stack[frames:]...)}
+}
+
+// putBack returns the kept buffer to its captured bytes. The guest must be
+// held in a host call (its stack is not running).
+func (k *keptStack) putBack() {
+	clear(k.stack[:k.frames])
+	copy(k.stack[k.frames:], k.saved)
+}
+
 // rewindable reports whether a rewind is possible (q.mu held): a reset
 // restores nothing unless it is.
 func (q *stdinQueue) rewindable() bool { return q.stack != nil && q.exec.Load() != nil }
+
+// stackKept reports whether rewinds reuse one captured stack (q.mu held);
+// if not, each takes a new snapshot and maxResets bounds their growth.
+func (q *stdinQueue) stackKept() bool { return q.kept != nil }
 
 // errNoRewind: the instance cannot be rewound (no snapshotter yet, or no
 // stack captured).
@@ -135,12 +210,16 @@ func (q *stdinQueue) captureStackLocked() error {
 	if h == nil {
 		return fmt.Errorf("%w: the instance never reached its tick", errNoRewind)
 	}
-	return q.waitParkedLocked(func() { q.stack = h.snap.Snapshot() })
+	return q.waitParkedLocked(func() {
+		q.stack = h.snap.Snapshot()
+		q.kept = keepStack(q.stack)
+	})
 }
 
 // rewindLocked returns the guest from whatever read it is blocked in to the
 // captured one, which reports EINTR and is retried; it returns once the
-// guest is parked in the retry, its stack captured for the next rewind.
+// guest is parked in the retry. The captured stack is put back for the next
+// rewind (keptStack) or, where it cannot be, captured again in the retry.
 // q.mu must be held. The caller bounds the wait (a guest that never parks
 // again is killed, which ends it).
 func (q *stdinQueue) rewindLocked() error {
@@ -148,9 +227,16 @@ func (q *stdinQueue) rewindLocked() error {
 	if s == nil {
 		return errNoRewind
 	}
-	q.stack = nil
+	k := q.kept
+	if k == nil {
+		q.stack = nil
+	}
 	return q.waitParkedLocked(func() {
-		q.rearm = true
+		if k != nil {
+			k.putBack()
+		} else {
+			q.rearm = true
+		}
 		s.Restore([]uint64{errnoIntr}) // does not return
 	})
 }
