@@ -392,9 +392,10 @@ func (q *stdinQueue) Read(p []byte) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.rearm {
-		// The first read after a rewind: the call the rewind returned
-		// into, retried. Its stack is the next rewind's (a snapshot is
-		// spent by its restore).
+		// The first read after a rewind whose stack could not be kept
+		// (keptStack): the call the rewind returned into, retried. Its
+		// stack is the next rewind's (a snapshot is spent by its
+		// restore).
 		q.rearm = false
 		q.stack = q.exec.Load().snap.Snapshot()
 	}

@@ -29,8 +29,10 @@ import (
 // snapshotted read with EINTR; CPython retries an interrupted read (PEP
 // 475) from the same call site, so the interpreter is parked again in the
 // wrapper's own read, memory, stack and globals as they were, and no
-// tenant frame is left anywhere. A snapshot is spent by its restore, so the
-// retried read captures the next one (stdinQueue.Read).
+// tenant frame is left anywhere. The captured stack's buffer is put back
+// before each restore (keptStack); where it cannot be, a snapshot is spent
+// by its restore and the retried read captures the next one
+// (stdinQueue.Read).
 
 // errnoIntr is WASI preview1's errno "intr".
 const errnoIntr = 27
@@ -108,9 +110,10 @@ var errRetired = errors.New("the interpreter has served its resets")
 // keptStack is one captured stack rewound to over and over. A snapshot is
 // spent by its restore because wazero makes the snapshot's own buffer the
 // live stack, which the guest then writes; taking a new one after every
-// rewind cloned the whole stack buffer (~160 KiB, mostly free space grown
-// during boot) for a few KiB of frames — ~6 % of a python one-shot's CPU,
-// and most of the garbage behind another ~6 % in the collector. Kept, the
+// rewind cloned the whole stack buffer (~125 KiB, mostly free space grown
+// during boot) for ~8 KiB of frames, and made it garbage: 14 % of a worker's
+// samples under 8 callers of one-shots were in the allocator and the
+// collector (docs/architecture.md). Kept, the
 // snapshot's buffer is put back before each restore instead: its frames
 // (from the snapshot's stack pointer to the end of the buffer) from the copy
 // taken at capture, and the free space below them zeroed, so the stack is
@@ -118,7 +121,9 @@ var errRetired = errors.New("the interpreter has served its resets")
 // left there survives. wazero has no API for this: the buffer is reached
 // through the snapshot's unexported fields, found by name and type with
 // reflect (wazero v1.12's *wazevo.snapshot); a snapshot of any other shape
-// is not kept, and the rewind takes a new one each time, as before.
+// is not kept, and the rewind takes a new one each time, as before. (A
+// wazero FunctionListener, were one ever added, would see the put-back
+// buffer in its After of the read a rewind leaves: wrong data, not unsafe.)
 type keptStack struct {
 	stack  []byte // the snapshot's buffer, the live stack after each restore
 	frames int    // offset of the snapshot's stack pointer in stack
@@ -148,6 +153,21 @@ func keepStack(s experimental.Snapshot) *keptStack {
 	spOff, ok2 := field("sp", reflect.TypeFor[uintptr]())
 	topOff, ok3 := field("top", reflect.TypeFor[uintptr]())
 	if !ok1 || !ok2 || !ok3 {
+		return nil
+	}
+	// The rest of the shape too, so a snapshot that merely shares three
+	// field names is not taken for this one.
+	for name, want := range map[string]reflect.Type{
+		"fp":             reflect.TypeFor[uintptr](),
+		"returnAddress":  reflect.TypeFor[*byte](),
+		"savedRegisters": reflect.TypeFor[[64][2]uint64](),
+		"ret":            reflect.TypeFor[[]uint64](),
+	} {
+		if _, ok := field(name, want); !ok {
+			return nil
+		}
+	}
+	if c, ok := t.FieldByName("c"); !ok || c.Type.Kind() != reflect.Pointer || c.Type.Elem().Name() != "callEngine" || t.NumField() != 8 {
 		return nil
 	}
 	p := v.UnsafePointer()

@@ -125,7 +125,7 @@ func TestAResetPutsBackTheKeptStack(t *testing.T) {
 				t.Fatalf("%s: byte %d of the free stack (%d bytes) is %#x after the reset, want 0", tc.name, i, k.frames, b)
 			}
 		}
-		runFrame(t, ip, "result = sum(range(10))")
+		runFrame(t, ip, "assert sum(range(10)) == 45")
 		if err := ip.reset(context.Background(), -1); err != nil {
 			t.Fatalf("%s: second reset: %v", tc.name, err)
 		}
