@@ -127,6 +127,32 @@ func TestCompiledSourceStaysInItsRuntime(t *testing.T) {
 	}
 }
 
+// TestAOneShotCompilesWithoutTheCache: a one-shot's interpreter is reset
+// after its one turn, so whatever the cache kept would go with it; its
+// source is compiled the plain way, without the warning check, the size
+// walk or the entry, while a kept runtime's first turn keeps the entry.
+func TestAOneShotCompilesWithoutTheCache(t *testing.T) {
+	r := newRig(t, nil)
+	const src = "import sys\nresult = sorted(sys.modules['__main__']._code_cache)"
+	res := r.mustRun(t, src)
+	var keys []string
+	if err := json.Unmarshal(res.Result, &keys); err != nil {
+		t.Fatalf("%s: %v", res.Result, err)
+	}
+	for _, k := range keys {
+		if k == src {
+			t.Fatalf("the one-shot's source went into the code cache: %q", keys)
+		}
+	}
+	kept := keptTurns(t, r, src)
+	if err := json.Unmarshal(kept[0].Result, &keys); err != nil {
+		t.Fatalf("%s: %v", kept[0].Result, err)
+	}
+	if !strings.Contains(strings.Join(keys, "\x00"), src) {
+		t.Fatalf("a kept runtime's turn did not keep its source (cache %q): the test no longer looks where the cache is", keys)
+	}
+}
+
 // compilesPerTurn runs setup, then body three times on one kept runtime
 // with CPython's "compile" audit events counted, and returns how many
 // compiles each of the three turns made.

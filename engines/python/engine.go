@@ -565,6 +565,6 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 			}
 		}
 	}
-	return &pyRuntime{e: e, ip: ip, loan: loan, workDir: ip.workDir, memMB: mem, namespace: ro.Namespace,
+	return &pyRuntime{e: e, ip: ip, loan: loan, once: ro.OneShot, workDir: ip.workDir, memMB: mem, namespace: ro.Namespace,
 		owner: "python:" + ro.Namespace, alive: true, turn: make(chan struct{}, 1), fns: map[string]bool{}, broken: map[string]string{}}, nil
 }

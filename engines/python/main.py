@@ -360,9 +360,9 @@ def _compile_cached(code):
     return obj
 
 
-def _compile(code):
+def _compile(code, once=False):
     try:
-        if _isinstance(code, str):
+        if not once and _isinstance(code, str):
             obj = _compile_cached(code)
             if obj is not None:
                 return obj, None
@@ -401,7 +401,7 @@ def _turn(t):
             return _failure('python_exception', e)
         failure, env = _envelope_ok(value)
         return failure or env
-    code_obj, failure = _compile(t.get('code', ''))
+    code_obj, failure = _compile(t.get('code', ''), t.get('once') is True)
     if failure:
         return failure
     try:

@@ -22,6 +22,7 @@ import (
 type pyRuntime struct {
 	e         *Engine
 	loan      bool // the interpreter was borrowed from the pool: recycle it
+	once      bool // a one-shot: its one turn compiles without the code cache
 	workDir   string
 	memMB     int64
 	namespace string
@@ -88,7 +89,11 @@ func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error)
 		return core.Outcome{}, core.ErrTimeout()
 	}
 	defer r.releaseTurn()
-	frame, _ := jsonx.Marshal(map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace})
+	turn := map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace}
+	if r.once {
+		turn["once"] = true
+	}
+	frame, _ := jsonx.Marshal(turn)
 	res := r.runTurn(ctx, frame, ex.Bridge)
 	r.afterKill(ctx, res)
 	if res.err != nil {
