@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/code-runner-go/code-runner/internal/gopool"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 	"github.com/code-runner-go/code-runner/internal/rawconn"
 
@@ -214,6 +215,10 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// invokers run handlers on goroutines kept from one invocation to the
+	// next, whose stacks stay grown (internal/gopool).
+	invokers *gopool.Pool
 }
 
 type fnEntry struct {
@@ -242,10 +247,16 @@ func New(opts Options) *Client {
 		triggers: map[string]*Trigger{}, bindings: map[string]Binding{},
 		pending: map[string]chan *Frame{}, connectedCh: make(chan struct{}),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		invokers: gopool.New(maxIdleInvokers),
 	}
 	go c.loop()
 	return c
 }
+
+// maxIdleInvokers is how many handler goroutines wait between invocations:
+// the concurrency a busy worker sees, with room to spare; past it, a burst's
+// extra goroutines end after their invocation.
+const maxIdleInvokers = 64
 
 // WorkerID returns the worker id of the current (or last) connection.
 func (c *Client) WorkerID() string {
@@ -296,6 +307,7 @@ func (c *Client) Close() error {
 		cn.close()
 	}
 	<-c.done
+	c.invokers.Close()
 	return nil
 }
 
@@ -707,7 +719,7 @@ func (c *Client) dispatch(cn *conn, f *Frame) {
 		c.workerID, c.token = f.WorkerID, f.ReattachToken
 		c.mu.Unlock()
 	case TypeInvokeFunction:
-		go c.handleInvoke(cn, f)
+		c.invokers.Go(func() { c.handleInvoke(cn, f) })
 	case TypeInvocationResult:
 		c.mu.Lock()
 		ch := c.pending[f.InvocationID]

@@ -29,6 +29,7 @@ import (
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/python/pywasm"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
+	"github.com/code-runner-go/code-runner/internal/gopool"
 	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 	"github.com/code-runner-go/code-runner/internal/wasmloops"
@@ -106,6 +107,7 @@ type Engine struct {
 	live      map[*interp]bool      // every running interpreter
 	workDirs  map[string]bool       // every /work created and not yet removed
 	bg        sync.WaitGroup        // background disposals; Close waits for them
+	bgPool    *gopool.Pool          // their goroutines, kept between them (a reset runs deep)
 	memory    tuning.MemoryReturner // returns freed Go heap to the system after disposals and boot
 	pagemap   pagemapFile           // /proc/self/pagemap for every reset; closed by Close
 	BootTime  time.Duration         // compile (or cache load) of the default runtime
@@ -184,7 +186,7 @@ func New(opts Options) *Engine {
 		defaults := &configsvc.Snapshot{Config: configsvc.Defaults(), Source: "defaults"}
 		opts.Live = func() *configsvc.Snapshot { return defaults }
 	}
-	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{},
+	e := &Engine{opts: opts, log: opts.Log.With("engine", "python"), ready: make(chan struct{}), live: map[*interp]bool{}, workDirs: map[string]bool{}, bgPool: gopool.New(maxIdleBackground),
 		gate: make(chan struct{}, maxExecuting)}
 	e.openFiles.max = workerOpenFiles()
 	e.memory.Free = opts.FreeMemory
@@ -413,6 +415,7 @@ func (e *Engine) Close() {
 	// Disposals started before the close finish now; no directory the
 	// engine created outlives it, whatever the guests wrote there.
 	e.bg.Wait()
+	e.bgPool.Close()
 	e.pagemap.close()
 	e.mu.Lock()
 	dirs := e.workDirs
@@ -496,11 +499,15 @@ func (e *Engine) background(fn func()) {
 	}
 	e.bg.Add(1)
 	e.mu.Unlock()
-	go func() {
+	e.bgPool.Go(func() {
 		defer e.bg.Done()
 		fn()
-	}()
+	})
 }
+
+// maxIdleBackground is how many background goroutines wait between
+// disposals and resets: one per interpreter the pool usually has out.
+const maxIdleBackground = 16
 
 // acquire takes one of the worker-wide execution permits, waiting under ctx.
 func (e *Engine) acquire(ctx context.Context) bool {
