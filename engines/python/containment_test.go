@@ -373,19 +373,7 @@ func TestGuestsSpinningInsideCAreKilled(t *testing.T) {
 // CPython would run on its way out if the killed read handed the wrapper an
 // end of file. Each leaves a file in /work if it ever runs.
 func TestNoTenantCodeRunsAfterAKill(t *testing.T) {
-	r := newRig(t, nil)
-	if err := r.eng.WaitReady(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := r.eng.newWorkDir(r.eng.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.eng.removeWorkDir(dir)
-	ip, err := r.eng.bootInterp(context.Background(), defaultMemMB, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ip, dir := bootLoose(t)
 	code := "import atexit\n" +
 		"def _bye():\n    open('/work/atexit-ran', 'w').write('x')\n" +
 		"atexit.register(_bye)\n" +

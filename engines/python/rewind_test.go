@@ -10,9 +10,9 @@ import (
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
 
-// bootSnapshotted boots one interpreter outside any pool and snapshots it,
-// as the pool does.
-func bootSnapshotted(t *testing.T) *interp {
+// bootLoose boots one interpreter outside any pool, with a /work of its
+// own; both go when the test ends (dispose may come earlier).
+func bootLoose(t *testing.T) (*interp, string) {
 	t.Helper()
 	r := newRig(t, nil)
 	if err := r.eng.WaitReady(context.Background()); err != nil {
@@ -28,6 +28,14 @@ func bootSnapshotted(t *testing.T) *interp {
 		t.Fatal(err)
 	}
 	t.Cleanup(ip.dispose)
+	return ip, dir
+}
+
+// bootSnapshotted boots one interpreter outside any pool and snapshots it,
+// as the pool does.
+func bootSnapshotted(t *testing.T) *interp {
+	t.Helper()
+	ip, _ := bootLoose(t)
 	if err := ip.takeSnapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}

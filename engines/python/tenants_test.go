@@ -101,23 +101,7 @@ result = [n, err, again]`, 3*maxOpenFiles))
 // it is. Should a wazero upgrade move it, this fails (and interpreters are
 // no longer recycled, which is safe).
 func TestDescriptorTableIsReadable(t *testing.T) {
-	r := newRig(t, nil)
-	if err := r.eng.WaitReady(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := r.eng.newWorkDir(r.eng.config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.eng.removeWorkDir(dir)
-	ip, err := r.eng.bootInterp(context.Background(), defaultMemMB, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ip.dispose()
-	if err := ip.takeSnapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ip := bootSnapshotted(t)
 	var names []string
 	for _, e := range ip.fds {
 		names = append(names, e.name)
