@@ -17,6 +17,12 @@ import "sync/atomic"
 // maxIdle goroutines wait; the rest end after their function. A waiting
 // goroutine blocks on a channel: it costs no wake-ups, only its stack,
 // which the garbage collector shrinks when it is mostly unused.
+//
+// A kept goroutine carries nothing from one function to the next but its
+// stack's size: Go has no goroutine-local values. What a function could
+// leave on its goroutine — a thread locked with runtime.LockOSThread and
+// not unlocked, profiler labels set with pprof.SetGoroutineLabels — it must
+// not: nothing in this module does either.
 type Pool struct {
 	work    chan func()
 	done    chan struct{}
