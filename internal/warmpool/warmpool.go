@@ -4,7 +4,8 @@
 // doubling to 30 s). Both engines use it for their pools (docs/behaviour.md#runtimes-warm-pools).
 //
 // Entries lent out (Borrow, Adopt) come back through Settle and go to the
-// longest-waiting BorrowWait caller first. The pool holds — parked and lent
+// longest-waiting BorrowWait caller first; parked entries go out newest
+// first, the one the machine's caches touched last. The pool holds — parked and lent
 // together — its target, or the recent peak of concurrent borrowers when
 // that is higher: under a burst of overlapping one-shots it boots, one at a
 // time in the background, as many runtimes as callers overlap, and keeps
@@ -95,21 +96,28 @@ func (p *Pool[T]) Kick() {
 	}
 }
 
-// Take hands out the first usable entry that match accepts (entries match
-// refuses are discarded), and starts a refill.
+// Take hands out the most recently parked usable entry that match accepts
+// (entries match refuses are discarded), and starts a refill.
 func (p *Pool[T]) Take(match func(T) bool) (T, bool) {
 	return p.take(match, false)
 }
 
 // take hands out an entry; with loan, the loan is counted in the same
 // critical section, before the refill it kicks can look.
+//
+// The newest entry goes first: it is the one whose memory the machine's
+// caches and page tables last touched (a python interpreter reset a moment
+// ago, a node host that just built its isolate), so the oldest are the ones
+// a trim drops. Every entry is as fresh as any other to its next tenant;
+// only the cost differs (docs/architecture.md, "Why does a pool hand out
+// its newest entry first?").
 func (p *Pool[T]) take(match func(T) bool, loan bool) (T, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.Kick()
 	for len(p.ready) > 0 {
-		e := p.ready[0]
-		p.ready = p.ready[1:]
+		e := p.ready[len(p.ready)-1]
+		p.ready = p.ready[:len(p.ready)-1]
 		if p.cfg.Usable(e) && (match == nil || match(e)) {
 			if loan {
 				p.loans++
@@ -259,6 +267,24 @@ func (p *Pool[T]) roomLocked() bool {
 }
 
 // parkLocked hands e to the oldest waiter it suits (a new loan), or parks it.
+// trimLocked keeps the newest keep usable parked entries and discards the
+// rest, the unusable and the oldest.
+func (p *Pool[T]) trimLocked(keep int) {
+	w := len(p.ready)
+	for i := len(p.ready) - 1; i >= 0; i-- {
+		e := p.ready[i]
+		if len(p.ready)-w < keep && p.cfg.Usable(e) {
+			w--
+			p.ready[w] = e
+		} else {
+			go p.cfg.Discard(e)
+		}
+	}
+	n := copy(p.ready, p.ready[w:])
+	clear(p.ready[n:])
+	p.ready = p.ready[:n]
+}
+
 func (p *Pool[T]) parkLocked(e T) {
 	if p.cfg.Usable(e) {
 		for i, w := range p.waitq {
@@ -367,15 +393,7 @@ func (p *Pool[T]) fill() {
 		for {
 			p.mu.Lock()
 			keep := p.keepLocked()
-			kept := p.ready[:0]
-			for _, e := range p.ready {
-				if len(kept) < keep && p.cfg.Usable(e) {
-					kept = append(kept, e)
-				} else {
-					go p.cfg.Discard(e)
-				}
-			}
-			p.ready = kept
+			p.trimLocked(keep)
 			n, closed := len(p.ready)+p.loans, p.closed
 			p.mu.Unlock()
 			if closed || n >= keep {

@@ -344,3 +344,54 @@ func TestBorrowWaitOutlastsItsWaitWhileAnEntryIsReturning(t *testing.T) {
 		t.Fatal("the returning entry did not reach the waiter")
 	}
 }
+
+// The newest parked entry goes out first and a trim drops the oldest: the
+// entry handed out is the one whose memory was touched last. (Loans count
+// as parked, so no refill boots while the test looks at the order.)
+func TestHandsOutTheNewestAndTrimsTheOldest(t *testing.T) {
+	var booted atomic.Int64
+	var want atomic.Int64
+	want.Store(3)
+	var mu sync.Mutex
+	var discarded []int
+	p := New(Config[*entry]{
+		Boot: func(ctx context.Context) (*entry, error) {
+			return &entry{id: int(booted.Add(1))}, nil
+		},
+		Discard: func(e *entry) { mu.Lock(); discarded = append(discarded, e.id); mu.Unlock() },
+		Want:    func() int { return int(want.Load()) },
+		Usable:  func(*entry) bool { return true },
+	})
+	defer p.Close()
+	waitFor(t, func() bool { return p.Size() == 3 })
+	if e, _ := p.Borrow(nil); e.id != 3 {
+		t.Fatalf("lent entry %d, want 3 (the newest of 1, 2, 3)", e.id)
+	}
+	back := &entry{id: 10}
+	if !p.Settle(&back) {
+		t.Fatal("a pool below its target refused an entry back")
+	}
+	if e, _ := p.Borrow(nil); e.id != 10 {
+		t.Fatalf("lent entry %d, want 10 (the one just back)", e.id)
+	}
+	back = &entry{id: 11}
+	p.Settle(&back)
+	want.Store(1)
+	p.Kick()
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(discarded) == 2 })
+	mu.Lock()
+	got := append([]int(nil), discarded...)
+	mu.Unlock()
+	if !(got[0] == 1 && got[1] == 2 || got[0] == 2 && got[1] == 1) {
+		t.Fatalf("the trim discarded %v, want the oldest two, 1 and 2", got)
+	}
+	if n := p.Size(); n != 1 {
+		t.Fatalf("%d parked after the trim, want 1", n)
+	}
+	if e, _ := p.Take(nil); e.id != 11 {
+		t.Fatalf("the trim kept entry %d, want 11 (the newest)", e.id)
+	}
+	if n := booted.Load(); n > 4 {
+		t.Fatalf("%d boots, want 3 and at most the one refill after the last take", n)
+	}
+}
