@@ -60,8 +60,9 @@ type interp struct {
 	mounts   []string     // the preopens' guest paths, in descriptor order from 3
 	pathKey  string       // the python_path it was booted with (pythonpath.go)
 	closers  []io.Closer  // its python_path handles, closed when it ends
-	mod      api.Module   // the instance, once snapshotted (fdtable.go)
+	fdView   *fdView      // the instance's descriptor table, once snapshotted (fdtable.go)
 	fds      []fdEntry    // its descriptor table at the snapshot
+	fdsNow   []fdEntry    // restoreFDs' buffer for the table as it is
 	mem      memorySlot   // the instance's linear memory, once allocated
 	memCap   uint64       // linear memory cap, bytes
 	globals  *globalState // its mutable globals at the snapshot (rewind.go)
