@@ -337,10 +337,17 @@ func (e *Engine) Lang() core.Lang { return Lang }
 // always ends (a cold one takes seconds, much longer under the race
 // detector on a busy machine), so the wait is only a guard against a hang.
 func (e *Engine) Available() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	if err := e.WaitReady(ctx); err != nil {
-		return err
+	select {
+	case <-e.ready: // booted: no timer to arm and stop on every call
+		if e.err != nil {
+			return e.err
+		}
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		if err := e.WaitReady(ctx); err != nil {
+			return err
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
