@@ -21,7 +21,7 @@ func (r *pyRuntime) Define(ctx context.Context, def core.Definition) error {
 		return core.ErrTimeout()
 	}
 	defer r.releaseTurn()
-	frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": def.Source, "id": def.FunctionID, "namespace": r.namespace})
+	frame, _ := jsonx.Marshal(turnFrame{Kind: "define", Code: def.Source, ID: def.FunctionID, Namespace: r.namespace})
 	res := r.runTurn(ctx, frame, core.BridgeFrom(ctx)) // the register call's (nil: the live configuration's)
 	r.afterKill(ctx, res)
 	if res.err != nil {
@@ -88,7 +88,7 @@ func (r *pyRuntime) invokeHandler(id string) core.GuestHandler {
 		if len(payload) == 0 {
 			payload = json.RawMessage("null")
 		}
-		frame, _ := jsonx.Marshal(map[string]any{"kind": "invoke", "id": id, "payload": payload, "namespace": r.namespace})
+		frame, _ := jsonx.Marshal(turnFrame{Kind: "invoke", ID: id, Payload: payload, Namespace: r.namespace})
 		res := r.runTurn(ictx, frame, inv.Bridge) // the route's (nil: the live configuration's)
 		r.afterKill(ictx, res)
 		if res.err != nil {

@@ -83,17 +83,25 @@ func (r *pyRuntime) LastActive() time.Time {
 	return r.lastActive
 }
 
+// turnFrame is one turn for the wrapper (main.py's _turn): a struct, not a
+// map, so encoding it reflects on no interface values and sorts no keys.
+// An empty field is left out, which the wrapper reads as its default.
+type turnFrame struct {
+	Kind      string          `json:"kind"`
+	Code      string          `json:"code,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	Namespace string          `json:"namespace"`
+	Once      bool            `json:"once,omitempty"` // a one-shot's turn: compile without the code cache
+}
+
 // Run executes one run turn (docs/behaviour.md#python-run).
 func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 	if !r.acquireTurn(ctx) {
 		return core.Outcome{}, core.ErrTimeout()
 	}
 	defer r.releaseTurn()
-	turn := map[string]any{"kind": "run", "code": ex.Code, "payload": nil, "namespace": r.namespace}
-	if r.once {
-		turn["once"] = true
-	}
-	frame, _ := jsonx.Marshal(turn)
+	frame, _ := jsonx.Marshal(turnFrame{Kind: "run", Code: ex.Code, Namespace: r.namespace, Once: r.once})
 	res := r.runTurn(ctx, frame, ex.Bridge)
 	r.afterKill(ctx, res)
 	if res.err != nil {
@@ -196,7 +204,7 @@ func (r *pyRuntime) interpreter(ctx context.Context) (*interp, error) {
 func (r *pyRuntime) replay(ctx context.Context, srcs []source) {
 	for _, s := range srcs {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RunBudget(0, r.e.config()))
-		frame, _ := jsonx.Marshal(map[string]any{"kind": "define", "code": s.code, "id": s.id, "namespace": r.namespace})
+		frame, _ := jsonx.Marshal(turnFrame{Kind: "define", Code: s.code, ID: s.id, Namespace: r.namespace})
 		res := r.runTurnOn(rctx, r.ip, frame, nil)
 		cancel()
 		r.mu.Lock()
