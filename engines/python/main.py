@@ -472,11 +472,20 @@ def _done_body(env):
 
 
 # Warm every path a turn takes (compile, exec, serialization, the envelope
-# line) before parking, so the first tenant turn does not pay for it.
-try:
-    _done_body(_turn({'kind': 'run', 'code': 'result = [1]', 'payload': None}))
-except BaseException:
-    pass
+# line) before parking, so the first tenant turn does not pay for it, and
+# often enough that CPython quickens each function on it (3.11 does at a
+# code object's eighth entry) and specializes its bytecode. The snapshot a
+# one-shot's interpreter is reset to then holds the specialized code; with
+# one warm-up, no function but _turn was ever quickened in it, and every
+# one-shot ran them all on generic bytecode. (The host's check turns before
+# the snapshot warm the read and write path the same way.)
+for _once in (True, False) * 6:
+    try:
+        _done_body(_turn({'kind': 'run', 'code': 'result = [1]', 'payload': None, 'once': _once}))
+        _decode_frame('{"kind":"run","code":"result = [1]","payload":null,"namespace":""}')
+    except BaseException:
+        pass
+del _once
 G.pop('result', None)
 _emit({'kind': 'ready'})
 while True:

@@ -55,3 +55,37 @@ func TestTheWrapperWritesAndReadsWhatJSONWould(t *testing.T) {
 		t.Fatalf("the wrapper and json differ (value, its outcome, json's): %v", got.Differ)
 	}
 }
+
+// quickenedWrapper is guest code listing, for each function of the
+// wrapper's turn path, how many of its instructions CPython has
+// specialized (dis shows the adaptive form beside the plain one).
+const quickenedWrapper = `
+import sys, dis
+w = sys.modules['__main__']
+result = {}
+for name in ['_read_frame', '_fill', '_park', '_decode_frame', '_turn', '_compile', '_envelope_ok',
+             '_serialize', '_encode_value', '_done_body', '_emit_line']:
+    f = getattr(w, name)
+    result[name] = sum(1 for a, b in zip(dis.get_instructions(f, adaptive=True), dis.get_instructions(f))
+                       if a.opname != b.opname)
+`
+
+// A one-shot's interpreter is reset to a snapshot whose wrapper code is
+// already quickened and specialized: otherwise every one-shot runs the
+// wrapper on generic bytecode and never reaches the eighth call CPython
+// waits for.
+func TestTheSnapshotHoldsTheWrappersSpecializedCode(t *testing.T) {
+	r := newRig(t, nil)
+	for i := 0; i < 2; i++ { // the second from a reset interpreter
+		res := r.mustRun(t, quickenedWrapper)
+		var got map[string]int
+		if err := json.Unmarshal(res.Result, &got); err != nil || len(got) == 0 {
+			t.Fatalf("%s (stderr %q): %v", res.Result, res.Stderr, err)
+		}
+		for name, n := range got {
+			if n == 0 {
+				t.Errorf("one-shot %d: the wrapper's %s runs unspecialized bytecode (%v)", i, name, got)
+			}
+		}
+	}
+}
