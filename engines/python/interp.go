@@ -622,7 +622,7 @@ func (ip *interp) waitParked(ctx context.Context) error {
 // each writable mount's directory by device and inode at its host path,
 // its times put back (budget.settle); nothing queued on stdin
 // (whileParked); memory, globals and stack as snapshotted, and that state
-// passed four check turns before it was taken (takeSnapshot).
+// passed warmTurns check turns before it was taken (takeSnapshot).
 // pagemapFD is the engine's open /proc/self/pagemap (-1: restore opens one).
 func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	if ip.dead() || !ip.stdin.blocked() {
@@ -646,12 +646,11 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 	if ip.globals == nil {
 		return errors.New("interpreter has no snapshot of its globals")
 	}
-	if ip.resets >= maxResets {
+	if ip.resets >= ip.stdin.resetLimit() {
 		// Where the stack is not kept, each rewind's new snapshot is 16
 		// bytes longer than the stack it restores (wazero's clone adds
 		// slack): the interpreter retires before that adds up. Where it
-		// is, the bound stays, for whatever else a long life gathers
-		// outside the state a reset restores.
+		// is, a far larger bound stays (maxKeptResets).
 		return errRetired
 	}
 	ip.resets++

@@ -428,9 +428,10 @@ result = [sorted(os.listdir('/work')), sys.modules['__main__']._park.__name__, g
 	}
 }
 
-// An interpreter serves at most maxResets resets (without a kept stack,
-// each rewind's stack copy is a little longer than the last), then retires: the next one-shot after
-// its last reset gets a freshly booted interpreter, and answers correctly.
+// An interpreter serves at most its reset limit (maxResets without a kept
+// stack, whose rewinds each copy a little more; maxKeptResets with one),
+// then retires: the next one-shot after its last reset gets a freshly
+// booted interpreter, and answers correctly.
 func TestAnInterpreterRetiresAfterItsResets(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
 	if err := r.eng.WaitReady(context.Background()); err != nil {
@@ -439,7 +440,12 @@ func TestAnInterpreterRetiresAfterItsResets(t *testing.T) {
 	waitPooled(t, r)
 	r.eng.mu.Lock()
 	for ip := range r.eng.live {
-		ip.resets = maxResets - 1
+		// This build keeps the stack (TestAResetPutsBackTheKeptStack), so a
+		// retirement every 4,096 one-shots would be a boot's CPU for nothing.
+		if limit := ip.stdin.resetLimit(); limit != maxKeptResets {
+			t.Errorf("a kept-stack interpreter may serve %d resets, want %d", limit, maxKeptResets)
+		}
+		ip.resets = ip.stdin.resetLimit() - 1
 	}
 	r.eng.mu.Unlock()
 	booted := interpSeq.Load()
@@ -455,7 +461,7 @@ func TestAnInterpreterRetiresAfterItsResets(t *testing.T) {
 	r.eng.bg.Wait()
 	waitPooled(t, r)
 	if interpSeq.Load() == booted {
-		t.Fatal("the interpreter served past maxResets resets")
+		t.Fatal("the interpreter served past its reset limit")
 	}
 	if res := r.mustRun(t, "result = 3"); string(res.Result) != "3" {
 		t.Fatalf("%s", res.Result)

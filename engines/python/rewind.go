@@ -96,13 +96,30 @@ func (gs *globalState) restore() {
 	}
 }
 
-// maxResets is how many resets an interpreter serves before it retires.
-// Where its stack cannot be kept (keptStack), each rewind takes a new
+// maxResets is how many resets an interpreter whose stack cannot be kept
+// (keptStack) serves before it retires: each of its rewinds takes a new
 // snapshot, 16 bytes longer than the stack it restores (wazero clones with
 // slack and keeps the clone), so the stack copied at each reset grows by
-// 64 KiB over an interpreter's life, no more. A new interpreter every 4,096
-// one-shots costs each of them a few microseconds.
+// 64 KiB over its life, no more.
 const maxResets = 4096
+
+// maxKeptResets is the bound where the stack is kept: nothing then grows
+// from one rewind to the next, and the bound stays only for whatever else
+// a long life might gather outside the state a reset restores. A retirement
+// is a boot, ~0.3 s of CPU: spread over 4,096 one-shots it was ~70 µs of
+// each, and the pool hands out its newest interpreter first, so under load
+// one interpreter spent its resets in seconds (docs/architecture.md).
+const maxKeptResets = 1 << 18
+
+// resetLimit is how many resets the interpreter q belongs to may serve.
+func (q *stdinQueue) resetLimit() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.kept != nil {
+		return maxKeptResets
+	}
+	return maxResets
+}
 
 // errRetired: the interpreter has served maxResets resets.
 var errRetired = errors.New("the interpreter has served its resets")
