@@ -266,7 +266,6 @@ func (p *Pool[T]) roomLocked() bool {
 	return !p.closed && (len(p.waitq) > 0 || len(p.ready) < p.cfg.Want() || len(p.ready)+p.loans < p.keepLocked())
 }
 
-// parkLocked hands e to the oldest waiter it suits (a new loan), or parks it.
 // trimLocked keeps the newest keep usable parked entries and discards the
 // rest, the unusable and the oldest.
 func (p *Pool[T]) trimLocked(keep int) {
@@ -285,6 +284,7 @@ func (p *Pool[T]) trimLocked(keep int) {
 	p.ready = p.ready[:n]
 }
 
+// parkLocked hands e to the oldest waiter it suits (a new loan), or parks it.
 func (p *Pool[T]) parkLocked(e T) {
 	if p.cfg.Usable(e) {
 		for i, w := range p.waitq {
