@@ -2,9 +2,14 @@ package python
 
 import (
 	"context"
+	"time"
 
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
+
+// demandAfter is how long a one-shot waits for a lent interpreter before
+// it counts towards the pool's growth (warmpool.Config.DemandAfter).
+const demandAfter = 5 * time.Millisecond
 
 // newPool keeps up to warm_pool_python interpreters booted (default memory,
 // each with its own empty /work) and parked before their first turn.
@@ -43,6 +48,11 @@ func newPool(e *Engine) *warmpool.Pool[*interp] {
 		// the path applies to interpreters started after a change.
 		Usable: func(ip *interp) bool { return !ip.dead() && ip.pathKey == pathKey(e.config().PythonPath) },
 		Log:    e.log,
+		// A one-shot's interpreter comes back reset in well under a
+		// millisecond; a boot is ~0.3 s of CPU. A caller counts towards
+		// growing the pool only once no interpreter came back for it
+		// within demandAfter.
+		DemandAfter: demandAfter,
 	})
 }
 

@@ -39,7 +39,12 @@ type Config[T any] struct {
 	Burst time.Duration
 	// MaxKeep bounds what a peak can raise the pool to (default 16).
 	MaxKeep int
-	Log     *slog.Logger
+	// DemandAfter is how long a BorrowWait caller waits before it counts
+	// towards the peak the pool grows to (0: at once). A pool whose lent
+	// entries come back far sooner than one boots sets it: callers served
+	// by an entry coming back within it make the pool boot nothing.
+	DemandAfter time.Duration
+	Log         *slog.Logger
 	// OnBoot, when set, learns how long each background boot that
 	// succeeded took (the pool's refill time).
 	OnBoot func(time.Duration)
@@ -52,6 +57,7 @@ type Pool[T any] struct {
 	ready  []T
 	loans  int          // entries lent (Borrow, Adopt, hand-offs) and not yet settled
 	waitq  []*waiter[T] // BorrowWait callers, oldest first
+	demand int          // waiters in waitq that count towards the peak (Config.DemandAfter)
 	coming int          // loans whose entries are being rebuilt (Returning)
 	peak   int          // most concurrent borrowers (loans + waiters) lately
 	peakAt time.Time    // when peak was last reached
@@ -63,8 +69,10 @@ type Pool[T any] struct {
 
 // waiter is a BorrowWait caller; an entry handed to it arrives on ch.
 type waiter[T any] struct {
-	match func(T) bool
-	ch    chan T
+	match   func(T) bool
+	ch      chan T
+	queued  bool // in waitq
+	counted bool // counted in Pool.demand
 }
 
 // New starts a pool filling in the background.
@@ -155,9 +163,16 @@ func (p *Pool[T]) BorrowWait(ctx context.Context, match func(T) bool, wait time.
 		p.mu.Unlock()
 		return zero, false
 	}
-	w := &waiter[T]{match: match, ch: make(chan T, 1)}
+	w := &waiter[T]{match: match, ch: make(chan T, 1), queued: true}
 	p.waitq = append(p.waitq, w)
-	p.demandLocked()
+	var counting <-chan time.Time
+	if p.cfg.DemandAfter > 0 {
+		t := time.NewTimer(p.cfg.DemandAfter)
+		defer t.Stop()
+		counting = t.C
+	} else {
+		p.countLocked(w)
+	}
 	p.mu.Unlock()
 	p.Kick()
 	timer := time.NewTimer(wait)
@@ -166,6 +181,14 @@ func (p *Pool[T]) BorrowWait(ctx context.Context, match func(T) bool, wait time.
 		select {
 		case e := <-w.ch:
 			return e, true
+		case <-counting:
+			counting = nil
+			p.mu.Lock()
+			if w.queued {
+				p.countLocked(w)
+			}
+			p.mu.Unlock()
+			p.Kick()
 		case <-ctx.Done():
 			return p.leave(w)
 		case <-timer.C:
@@ -186,7 +209,7 @@ func (p *Pool[T]) leave(w *waiter[T]) (T, bool) {
 	p.mu.Lock()
 	for i, q := range p.waitq {
 		if q == w {
-			p.waitq = append(p.waitq[:i], p.waitq[i+1:]...)
+			p.dequeueLocked(i)
 			p.mu.Unlock()
 			var zero T
 			return zero, false
@@ -289,7 +312,7 @@ func (p *Pool[T]) parkLocked(e T) {
 	if p.cfg.Usable(e) {
 		for i, w := range p.waitq {
 			if w.match == nil || w.match(e) {
-				p.waitq = append(p.waitq[:i], p.waitq[i+1:]...)
+				p.dequeueLocked(i)
 				p.loans++
 				w.ch <- e
 				return
@@ -340,14 +363,32 @@ func (p *Pool[T]) Put(e T) bool {
 }
 
 // Borrowers returns the demand the pool sizes itself by: entries lent and
-// not on their way back (Returning), plus callers waiting for one.
+// not on their way back (Returning), plus callers waiting for one (those
+// that have waited Config.DemandAfter).
 func (p *Pool[T]) Borrowers() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.borrowersLocked()
 }
 
-func (p *Pool[T]) borrowersLocked() int { return p.loans - p.coming + len(p.waitq) }
+func (p *Pool[T]) borrowersLocked() int { return p.loans - p.coming + p.demand }
+
+// countLocked counts waiter w towards the peak, and records the demand.
+func (p *Pool[T]) countLocked(w *waiter[T]) {
+	w.counted = true
+	p.demand++
+	p.demandLocked()
+}
+
+// dequeueLocked takes the i-th waiter out of the queue.
+func (p *Pool[T]) dequeueLocked(i int) {
+	w := p.waitq[i]
+	p.waitq = append(p.waitq[:i], p.waitq[i+1:]...)
+	w.queued = false
+	if w.counted {
+		p.demand--
+	}
+}
 
 // Size returns how many entries are parked.
 func (p *Pool[T]) Size() int {

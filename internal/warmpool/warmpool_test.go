@@ -395,3 +395,53 @@ func TestHandsOutTheNewestAndTrimsTheOldest(t *testing.T) {
 		t.Fatalf("%d boots, want 3 and at most the one refill after the last take", n)
 	}
 }
+
+// With DemandAfter, a caller served by an entry coming back within it
+// grows nothing; one that waits longer counts towards the peak, and the
+// pool boots for it.
+func TestWaitersCountTowardsThePeakOnlyAfterDemandAfter(t *testing.T) {
+	var booted atomic.Int64
+	p := New(Config[*entry]{
+		Boot:        func(ctx context.Context) (*entry, error) { return &entry{id: int(booted.Add(1))}, nil },
+		Discard:     func(*entry) {},
+		Want:        func() int { return 1 },
+		Usable:      func(*entry) bool { return true },
+		DemandAfter: 300 * time.Millisecond,
+	})
+	defer p.Close()
+	waitFor(t, func() bool { return p.Size() == 1 })
+	lent, _ := p.Borrow(nil)
+	got := make(chan *entry, 1)
+	go func() {
+		e, _ := p.BorrowWait(context.Background(), nil, 5*time.Second)
+		got <- e
+	}()
+	waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.waitq) == 1 })
+	if !p.Settle(&lent) { // back well within DemandAfter: straight to the waiter
+		t.Fatal("the pool refused its own entry back")
+	}
+	if e := <-got; e != lent {
+		t.Fatalf("the waiter got %v, want the entry that came back", e)
+	}
+	time.Sleep(50 * time.Millisecond) // a boot the waiter caused would have started
+	if n := booted.Load(); n != 1 {
+		t.Fatalf("%d boots, want 1: a waiter served within DemandAfter grew the pool", n)
+	}
+	// Now one that is not served: past DemandAfter it counts, and the
+	// pool boots an entry, which goes to it.
+	go func() {
+		e, _ := p.BorrowWait(context.Background(), nil, 5*time.Second)
+		got <- e
+	}()
+	select {
+	case e := <-got:
+		if e == nil || e == lent {
+			t.Fatalf("the second waiter got %v, want a new entry", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiter past DemandAfter made the pool boot nothing")
+	}
+	if n := booted.Load(); n != 2 {
+		t.Fatalf("%d boots, want 2", n)
+	}
+}
