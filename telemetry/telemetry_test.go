@@ -397,3 +397,24 @@ func BenchmarkMetricsInvocation(b *testing.B) {
 		m.Invocation(ctx, "worker", "code-runner::run", "python", "kept", "ok", "", time.Millisecond)
 	}
 }
+
+// With only the engine's socket to export to (it carries no exemplars), no
+// measurement is offered as an exemplar, even inside a sampled span; with
+// an OTLP collector the SDK's own filter (trace-based, or the environment's)
+// decides.
+func TestExemplarsAreGatheredOnlyForACollector(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("t").Start(context.Background(), "call")
+	defer span.End()
+	if !span.SpanContext().IsSampled() {
+		t.Fatal("the test's span is not sampled: it proves nothing")
+	}
+	engineOnly := exemplarFilter(Options{EngineURL: "ws://127.0.0.1:1", Enabled: true})
+	if engineOnly == nil || engineOnly(ctx) {
+		t.Fatal("with only the engine to export to, a measurement in a sampled span is offered as an exemplar")
+	}
+	if f := exemplarFilter(Options{EngineURL: "ws://127.0.0.1:1", Enabled: true, OTLPEndpoint: "http://127.0.0.1:4318"}); f != nil {
+		t.Fatal("with an OTLP collector the SDK's exemplar filter is overridden")
+	}
+}
