@@ -579,7 +579,9 @@ func (c *Client) dial() (*conn, error) {
 		hdr[k] = []string{v}
 	}
 	ws, _, err := websocket.Dial(ctx, c.opts.URL, &websocket.DialOptions{
-		HTTPClient:     rawconn.HTTPClient(), // bus traffic does not wake the runtime's parked monitor
+		// Bus traffic does not wake the runtime's parked monitor, and the
+		// writer can cork the socket (conn.writeLoop).
+		HTTPClient:     rawconn.HTTPClientWith(func(rc *rawconn.Conn) { cn.raw = rc }),
 		HTTPHeader:     hdr,
 		OnPingReceived: func(context.Context, []byte) bool { cn.touch(); return true },
 		OnPongReceived: func(context.Context, []byte) { cn.touch() },

@@ -600,3 +600,63 @@ func TestOutboundCallsCarryTheWorkersNamespace(t *testing.T) {
 		}
 	}
 }
+
+// Frames the writer finds queued together go out corked, in one write:
+// 400 void calls sent back to back from one goroutine, while 32 callers on
+// the engine's side keep answers queuing, all arrive, in the order sent.
+func TestFramesQueuedTogetherArriveWholeAndInOrder(t *testing.T) {
+	e := newEngine(t)
+	a := newClient(t, e.URL(), "a", nil)
+	a.RegisterFunction(iii.FunctionDef{ID: "a::echo"}, func(ctx context.Context, r iii.Request) (any, error) {
+		return json.RawMessage(r.Data), nil
+	})
+	var seen atomic.Int64
+	a.RegisterFunction(iii.FunctionDef{ID: "a::seq"}, func(ctx context.Context, r iii.Request) (any, error) {
+		seen.Add(1)
+		return nil, nil
+	})
+	ctx := ctx10(t)
+	_ = e.WaitUntil(ctx, func() bool { return e.HasFunction("a::echo") && e.HasFunction("a::seq") })
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				want := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+				res, eb, err := e.Invoke(ctx, "a::echo", json.RawMessage(want), nil)
+				if err != nil || eb != nil || string(res) != want {
+					errs <- fmt.Errorf("echo %s answered %s (%v, %v)", want, res, eb, err)
+					return
+				}
+			}
+		}()
+	}
+	const n = 400
+	for i := 0; i < n; i++ {
+		if _, err := a.Invoke(ctx, iii.Call{FunctionID: "a::seq", Data: json.RawMessage(fmt.Sprint(i)), Action: json.RawMessage(`{"type":"void"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := e.WaitUntil(ctx, func() bool { return seen.Load() == n }); err != nil {
+		t.Fatalf("%d of %d void calls arrived", seen.Load(), n)
+	}
+	next := 0
+	for _, r := range e.Frames() {
+		if r.Inbound && r.Frame.Type == iii.TypeInvokeFunction && r.Frame.FunctionID == "a::seq" {
+			if string(r.Frame.Data) != fmt.Sprint(next) {
+				t.Fatalf("void call %s arrived where %d was due", r.Frame.Data, next)
+			}
+			next++
+		}
+	}
+	if next != n {
+		t.Fatalf("the engine recorded %d of %d void calls", next, n)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -33,6 +34,12 @@ type Conn struct {
 	net.Conn
 	rc  syscall.RawConn
 	raw bool // false in race builds: the wrapped connection's own Read and Write
+
+	// wmu orders writes with Cork and Uncork: bytes held while corked go
+	// out before any written after.
+	wmu    sync.Mutex
+	corked bool
+	held   []byte
 }
 
 // Wrap returns c with raw reads and writes when it exposes its descriptor
@@ -57,7 +64,12 @@ func wrap(c net.Conn, raw bool) net.Conn {
 // HTTPClient returns a client on a clone of http.DefaultTransport (its
 // proxy settings included) whose connections are wrapped by Wrap: what the
 // worker dials its WebSocket connections to the engine with.
-func HTTPClient() *http.Client {
+func HTTPClient() *http.Client { return HTTPClientWith(nil) }
+
+// HTTPClientWith is HTTPClient that hands each connection it dials, once
+// wrapped, to dialed (when not nil; with raw reads and writes unavailable
+// it gets nothing).
+func HTTPClientWith(dialed func(*Conn)) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Each dial gets its own client and nothing reuses a connection: one
 	// whose upgrade was refused must close, not idle in this transport's
@@ -70,7 +82,11 @@ func HTTPClient() *http.Client {
 		if err != nil {
 			return nil, err
 		}
-		return Wrap(c), nil
+		w := Wrap(c)
+		if rc, ok := w.(*Conn); ok && dialed != nil {
+			dialed(rc)
+		}
+		return w, nil
 	}
 	return &http.Client{Transport: t}
 }
@@ -99,6 +115,62 @@ func (c *Conn) Read(p []byte) (int, error) {
 // descriptor's buffer is full. It returns how many bytes were written
 // before an error (a write deadline, a closed or broken connection).
 func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.corked {
+		if len(c.held)+len(p) <= maxHeld {
+			c.held = append(c.held, p...)
+			return len(p), nil
+		}
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return c.writeLocked(p)
+}
+
+// maxHeld bounds what a corked connection holds: a write that would pass
+// it sends what is held and goes out itself.
+const maxHeld = 64 << 10
+
+// Cork holds what is written from now on, until Uncork sends it in one
+// system call (or as few as the socket takes): a caller with several
+// messages ready, each written by a library that flushes after each, sends
+// them together. Each message sent alone costs a write, and on loopback
+// the receiver's whole receive path and wake-up.
+func (c *Conn) Cork() {
+	c.wmu.Lock()
+	c.corked = true
+	c.wmu.Unlock()
+}
+
+// Uncork sends what Cork held, within timeout (0: no bound), and writes
+// straight through again. An error is the connection's: what was held may
+// be partly sent.
+func (c *Conn) Uncork(timeout time.Duration) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.corked = false
+	if len(c.held) == 0 {
+		return nil
+	}
+	if timeout > 0 {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+			return err
+		}
+		defer c.Conn.SetWriteDeadline(time.Time{})
+	}
+	return c.flushLocked()
+}
+
+// flushLocked sends what is held (c.wmu held).
+func (c *Conn) flushLocked() error {
+	_, err := c.writeLocked(c.held)
+	c.held = c.held[:0]
+	return err
+}
+
+func (c *Conn) writeLocked(p []byte) (int, error) {
 	if !c.raw {
 		return c.Conn.Write(p)
 	}

@@ -226,3 +226,75 @@ func TestWriterAfterCloseSaysErrClosed(t *testing.T) {
 		r.Close()
 	}
 }
+
+// A corked connection sends nothing until Uncork, then everything written
+// meanwhile, in order and in one piece; a write that would take it past
+// maxHeld sends what is held first, so nothing waits unbounded in memory.
+func TestCorkedWritesLeaveTogetherAndInOrder(t *testing.T) {
+	w, p := tcpPair(t)
+	c := w.(*Conn)
+	c.Cork()
+	for _, s := range []string{"one ", "two ", "three"} {
+		if n, err := c.Write([]byte(s)); err != nil || n != len(s) {
+			t.Fatalf("a corked write: %d, %v", n, err)
+		}
+	}
+	_ = p.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := p.Read(make([]byte, 64)); n != 0 || err == nil {
+		t.Fatalf("the peer read %d bytes (%v) before Uncork", n, err)
+	}
+	if err := c.Uncork(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.SetReadDeadline(time.Now().Add(5 * time.Second))
+	want := "one two three"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(p, got); err != nil || string(got) != want {
+		t.Fatalf("the peer read %q (%v), want %q", got, err, want)
+	}
+	// Straight through again after Uncork.
+	if _, err := c.Write([]byte("four")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(p, got[:4]); err != nil || string(got[:4]) != "four" {
+		t.Fatalf("after Uncork the peer read %q (%v)", got[:4], err)
+	}
+	// Past maxHeld: what is held goes first, then the big write itself.
+	c.Cork()
+	big := bytes.Repeat([]byte("b"), maxHeld)
+	_, _ = c.Write([]byte("small"))
+	if _, err := c.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]byte, 5+len(big))
+	if _, err := io.ReadFull(p, all); err != nil || string(all[:5]) != "small" || !bytes.Equal(all[5:], big) {
+		t.Fatalf("past maxHeld the peer read %q... (%v)", all[:8], err)
+	}
+	if err := c.Uncork(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.held) != 0 || cap(c.held) > maxHeld {
+		t.Fatalf("the connection still holds %d bytes (capacity %d)", len(c.held), cap(c.held))
+	}
+}
+
+// Uncork is bounded: a peer that reads nothing makes it fail within its
+// timeout, with the write deadline put back afterwards.
+func TestUncorkGivesUpAtItsTimeout(t *testing.T) {
+	w, _ := tcpPair(t)
+	c := w.(*Conn)
+	chunk := bytes.Repeat([]byte("x"), maxHeld)
+	var err error
+	for i := 0; i < 4096 && err == nil; i++ { // far past what the socket buffers hold
+		c.Cork()
+		_, _ = c.Write(chunk)
+		err = c.Uncork(200 * time.Millisecond)
+	}
+	if err == nil {
+		t.Fatal("Uncork never failed against a peer that reads nothing")
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("Uncork failed with %v, want its timeout", err)
+	}
+}
