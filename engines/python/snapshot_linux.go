@@ -61,6 +61,10 @@ func (m *linearMemory) snapshot() error {
 // fault costs a TLB shootdown across CPUs — measured at half the worker's
 // CPU per python one-shot.
 //
+// A turn that wrote far more than the last one is re-mapped instead, so
+// its pages do not stay private and copied at every later reset
+// (rewriteWritten).
+//
 // pagemapFD is an open /proc/self/pagemap (Engine.pagemap), or -1 to open
 // one for this call.
 func (m *linearMemory) restore(pagemapFD int) error {
@@ -107,10 +111,36 @@ func (m *linearMemory) rewriteWritten(fd int) error {
 		}
 		defer unix.Close(fd)
 	}
-	return m.eachWritten(fd, func(start, end int) {
-		copy(m.buf[start:end], m.snapView[start:end])
-	})
+	m.runs = m.runs[:0]
+	written := 0
+	if err := m.eachWritten(fd, func(start, end int) {
+		m.runs = append(m.runs, [2]int{start, end})
+		written += end - start
+	}); err != nil {
+		return err
+	}
+	last := m.lastWritten
+	m.lastWritten = written
+	if written > 2*last+remapSlack {
+		// Far more written pages than the last reset found: a heavy turn.
+		// Copied back, they would stay private and be copied at every
+		// reset after it, a cost one tenant left for every later one on
+		// this interpreter. Re-mapping drops them all; the next turns
+		// fault in what they write, once.
+		return m.mapSnapshot(m.snapFD, m.snapSize)
+	}
+	for _, r := range m.runs {
+		copy(m.buf[r[0]:r[1]], m.snapView[r[0]:r[1]])
+	}
+	return nil
 }
+
+// remapSlack is how many bytes of written pages a reset copies back even
+// when the last reset found none: above it, and above twice what the last
+// one found, the snapshot is re-mapped instead. A one-shot of `result = 2+2`
+// leaves ~460 KiB written; a turn of a tenant that works on megabytes
+// re-maps once, and later turns as heavy copy (twice the last).
+const remapSlack = 1 << 20
 
 // eachWritten calls fn with the byte range of every run of written pages
 // in the snapshot range, in order, from the page table behind fd (an open

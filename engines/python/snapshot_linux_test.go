@@ -213,3 +213,62 @@ func TestGrowthFaultsTheNewPagesIn(t *testing.T) {
 		t.Fatalf("page %d, past the first maxPopulate bytes grown, is resident (entry %#x)", 1+last+1, e)
 	}
 }
+
+// privatePages counts the pages of m's first n that are private copies
+// (written since the snapshot was mapped).
+func privatePages(t *testing.T, m *linearMemory, n int) int {
+	t.Helper()
+	private := 0
+	for i := 0; i < n; i++ {
+		if e := pageEntry(t, m, i); e&pmPresent != 0 && e&pmFilePage == 0 {
+			private++
+		}
+	}
+	return private
+}
+
+// A turn that writes far more than the last leaves none of its pages
+// private after the reset: copied back, they would be copied again at
+// every later reset, for every later tenant of the interpreter. A light
+// turn after it is copied as before, and a second turn as heavy as the
+// first is copied too (its pages are what this interpreter's tenants
+// write). Every reset brings back every byte.
+func TestAHeavyTurnLeavesNoPrivatePagesBehind(t *testing.T) {
+	const pages = 1024
+	m := newTestMemory(t, 2*pages*pageSize, pages*pageSize)
+	for i := 0; i < pages; i++ {
+		m.buf[i*pageSize] = byte(i)
+	}
+	want := bytes.Clone(m.buf[:pages*pageSize])
+	if err := m.snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	touch := func(first, n int) {
+		for i := first; i < first+n; i++ {
+			m.buf[i*pageSize+1] ^= 0x5a
+		}
+	}
+	heavy := 2*remapSlack/pageSize + 64 // past the slack even over a light last reset
+	for _, step := range []struct {
+		name         string
+		first, n     int
+		privateAfter func(int) bool
+	}{
+		{"light", 0, 10, func(p int) bool { return p == 10 }},
+		{"heavy after light: re-mapped", 100, heavy, func(p int) bool { return p == 0 }},
+		{"light after heavy: copied", 0, 10, func(p int) bool { return p == 10 }},
+		{"heavy again: re-mapped", 100, heavy, func(p int) bool { return p == 0 }},
+		{"as heavy as the last: copied", 100, heavy, func(p int) bool { return p == heavy }},
+	} {
+		touch(step.first, step.n)
+		if err := m.restore(-1); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.buf[:pages*pageSize], want) {
+			t.Fatalf("%s: the memory differs from the snapshot after restore", step.name)
+		}
+		if p := privatePages(t, m, pages); !step.privateAfter(p) {
+			t.Fatalf("%s: %d private pages after restore", step.name, p)
+		}
+	}
+}
