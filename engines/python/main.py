@@ -337,6 +337,12 @@ _CODE_CACHE_SOURCE = 4096
 _CODE_CACHE_CONSTANTS = 65536
 _UNCACHEABLE = False
 _code_cache = {}
+# A source is kept from its second turn: its first compiles the plain way
+# and leaves only its hash here, so a runtime sent a new source every turn
+# pays no warning check, size walk or entry for sources that never return
+# (a fifth of such a turn's compile, measured in the guest).
+_SEEN_ENTRIES = 64
+_seen = {}
 _compile_source = compile
 _getsizeof = sys.getsizeof
 _CodeType = type(_compile_source('', '<code>', 'exec'))
@@ -388,6 +394,12 @@ def _compile_cached(code):
     obj = _code_cache.get(code)
     if obj is not None:
         return obj or None
+    key = hash(code)
+    if key not in _seen:
+        if len(_seen) >= _SEEN_ENTRIES:
+            del _seen[next(iter(_seen))]
+        _seen[key] = None
+        return None  # its first turn: compiled the plain way
     if sys.modules.get('warnings') is not warnings:
         return None  # warnings would not pass through the check: keep nothing
     try:
