@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"reflect"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -29,12 +30,15 @@ import (
 // code reads it.
 var errNoFDTable = errors.New("wazero's descriptor table is not where this code reads it")
 
-// fdEntry is one open descriptor: its number, wazero's entry for it (held,
-// so the snapshot's entries stay alive and no new entry can take their
-// address), and the entry's name (the guest path of a preopen).
+// fdEntry is one open descriptor: its number, wazero's entry for it, and
+// the entry's name (the guest path of a preopen). The entry is the pointer
+// read from the table when it was listed — not a reflect.Value of the
+// table's slot, which would read whatever the slot holds later — and it is
+// held, so the snapshot's entries stay alive and no new entry can take
+// their address.
 type fdEntry struct {
 	fd    int32
-	entry reflect.Value // *FileEntry
+	entry unsafe.Pointer // *FileEntry
 	name  string
 }
 
@@ -99,7 +103,7 @@ func (v *fdView) list(out []fdEntry) ([]fdEntry, error) {
 			if e.IsNil() {
 				return nil, errNoFDTable
 			}
-			out = append(out, fdEntry{fd: int32(fd), entry: e, name: e.Elem().Field(v.name).String()})
+			out = append(out, fdEntry{fd: int32(fd), entry: e.UnsafePointer(), name: e.Elem().Field(v.name).String()})
 		}
 	}
 	return out, nil
@@ -162,7 +166,7 @@ func (ip *interp) restoreFDs() error {
 		// The snapshot's descriptors are 0 to len(ip.fds)-1 (snapshotFDs).
 		if int(e.fd) < len(ip.fds) {
 			w := ip.fds[e.fd]
-			if w.entry.Pointer() != e.entry.Pointer() || w.name != e.name {
+			if w.entry != e.entry || w.name != e.name {
 				return fmt.Errorf("descriptor %d (%q) is not the one snapshotted", e.fd, e.name)
 			}
 			kept++

@@ -467,3 +467,29 @@ func TestAnInterpreterRetiresAfterItsResets(t *testing.T) {
 		t.Fatalf("%s", res.Result)
 	}
 }
+
+// A tenant that closes stderr and opens a file that takes its number and
+// its name ("stderr", a file of that name in /work) leaves the table
+// looking the same by number and name; the reset compares each snapshot
+// descriptor's wazero entry by identity too, refuses, and the interpreter
+// goes. Otherwise the reset's backstop would close that file and every
+// later tenant of the interpreter would write to a closed stderr.
+func TestAResetCatchesStderrReplacedByAFileOfItsName(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitPooled(t, r)
+	res := r.mustRun(t, "import os\nos.close(2)\nresult = os.open('/work/stderr', os.O_CREAT | os.O_RDWR)")
+	if string(res.Result) != "2" {
+		t.Fatalf("the file did not take stderr's number: %s %s", res.Result, res.Stderr)
+	}
+	for i := 0; i < 3; i++ {
+		r.eng.bg.Wait()
+		waitPooled(t, r)
+		res := r.mustRun(t, "import sys\nprint('to stderr', file=sys.stderr)\nresult = 1")
+		if string(res.Result) != "1" || res.Stderr != "to stderr\n" {
+			t.Fatalf("one-shot %d after the swap: result %s, stderr %q, exit %d", i, res.Result, res.Stderr, res.ExitCode)
+		}
+	}
+}
