@@ -515,6 +515,10 @@ func (ip *interp) linear() *linearMemory {
 	return lm
 }
 
+// warmTurns is how many check turns an interpreter runs before its
+// snapshot: past CPython's quickening threshold of eight entries.
+const warmTurns = 10
+
 // takeSnapshot records the parked interpreter's memory as the state every
 // reset returns it to. The interpreter must be parked: blocked reading its
 // first frame. When a check turn fails (late under load, say) its answer
@@ -522,10 +526,6 @@ func (ip *interp) linear() *linearMemory {
 // interpreter is disposed of, and the caller must not use it (dead
 // reports it). When only the snapshot itself fails, the interpreter is fine
 // and merely not recyclable.
-// warmTurns is how many check turns an interpreter runs before its
-// snapshot: past CPython's quickening threshold of eight entries.
-const warmTurns = 10
-
 func (ip *interp) takeSnapshot(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil && !errors.Is(err, errNotSnapshottable) {

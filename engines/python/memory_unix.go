@@ -34,10 +34,6 @@ type linearMemory struct {
 	regions  []pageRegion // scratch for PAGEMAP_SCAN's answer
 	runs     [][2]int     // scratch: the runs of written pages a restore found
 	noScan   bool         // the kernel refused PAGEMAP_SCAN once: read the page table entry by entry
-
-	// lastWritten is how many bytes of written pages the last restore
-	// found (rewriteWritten re-maps after a turn that wrote far more).
-	lastWritten int
 }
 
 // maxPopulate bounds what one growth faults in at once: 32 MiB takes ~5 ms

@@ -61,8 +61,8 @@ func (m *linearMemory) snapshot() error {
 // fault costs a TLB shootdown across CPUs — measured at half the worker's
 // CPU per python one-shot.
 //
-// A turn that wrote far more than the last one is re-mapped instead, so
-// its pages do not stay private and copied at every later reset
+// When the written pages pass maxCopied the snapshot is re-mapped instead,
+// so they do not stay private and copied at every later reset
 // (rewriteWritten).
 //
 // pagemapFD is an open /proc/self/pagemap (Engine.pagemap), or -1 to open
@@ -119,14 +119,12 @@ func (m *linearMemory) rewriteWritten(fd int) error {
 	}); err != nil {
 		return err
 	}
-	last := m.lastWritten
-	m.lastWritten = written
-	if written > 2*last+remapSlack {
-		// Far more written pages than the last reset found: a heavy turn.
-		// Copied back, they would stay private and be copied at every
-		// reset after it, a cost one tenant left for every later one on
-		// this interpreter. Re-mapping drops them all; the next turns
-		// fault in what they write, once.
+	if written > maxCopied {
+		// Pages copied back stay private, and every later reset copies them
+		// again, written or not: a tenant that touched megabytes (in one
+		// turn or a little more each turn) would leave that cost to every
+		// later tenant of the interpreter. Past the bound, re-mapping drops
+		// them all; the next turn faults in what it writes, once.
 		return m.mapSnapshot(m.snapFD, m.snapSize)
 	}
 	for _, r := range m.runs {
@@ -135,12 +133,11 @@ func (m *linearMemory) rewriteWritten(fd int) error {
 	return nil
 }
 
-// remapSlack is how many bytes of written pages a reset copies back even
-// when the last reset found none: above it, and above twice what the last
-// one found, the snapshot is re-mapped instead. A one-shot of `result = 2+2`
-// leaves ~460 KiB written; a turn of a tenant that works on megabytes
-// re-maps once, and later turns as heavy copy (twice the last).
-const remapSlack = 1 << 20
+// maxCopied bounds the written pages a reset copies back: over it the
+// snapshot is re-mapped instead. A one-shot of `result = 2+2` leaves
+// ~460 KiB written (the union over the interpreter's life: a page once
+// written stays private); copying 2 MiB takes ~0.15 ms here.
+const maxCopied = 2 << 20
 
 // eachWritten calls fn with the byte range of every run of written pages
 // in the snapshot range, in order, from the page table behind fd (an open
