@@ -122,6 +122,11 @@ func (p *Pool[T]) Take(match func(T) bool) (T, bool) {
 func (p *Pool[T]) take(match func(T) bool, loan bool) (T, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.takeLocked(match, loan)
+}
+
+// takeLocked is take with p.mu held.
+func (p *Pool[T]) takeLocked(match func(T) bool, loan bool) (T, bool) {
 	defer p.Kick()
 	for len(p.ready) > 0 {
 		e := p.ready[len(p.ready)-1]
@@ -154,11 +159,15 @@ func (p *Pool[T]) Borrow(match func(T) bool) (T, bool) {
 // (Returning), the wait goes on past wait: giving up then would only add a
 // boot to work the machine is already short of time for.
 func (p *Pool[T]) BorrowWait(ctx context.Context, match func(T) bool, wait time.Duration) (T, bool) {
-	if e, ok := p.take(match, true); ok {
+	var zero T
+	// One critical section from the look at the parked entries to the
+	// queueing: an entry settled in between would otherwise sit parked
+	// while this caller waits for the next one.
+	p.mu.Lock()
+	if e, ok := p.takeLocked(match, true); ok {
+		p.mu.Unlock()
 		return e, true
 	}
-	var zero T
-	p.mu.Lock()
 	if p.loans == 0 || p.closed {
 		p.mu.Unlock()
 		return zero, false
