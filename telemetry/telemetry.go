@@ -196,7 +196,9 @@ func Start(ctx context.Context, o Options) (*Telemetry, error) {
 // socket carries no exemplars, so with nothing else to export to, none is
 // gathered: offering every measurement made inside a sampled span to the
 // reservoirs was ~1 % of the worker's CPU under 8 callers of python
-// one-shots. An OTLP collector gets them as the SDK and its environment say.
+// one-shots. An OTLP collector gets them as the SDK and its environment say
+// (OTEL_METRICS_EXEMPLAR_FILTER applies only then: without a collector
+// nothing would carry them).
 func exemplarFilter(o Options) exemplar.Filter {
 	if o.OTLPEndpoint != "" {
 		return nil
