@@ -32,7 +32,6 @@ type linearMemory struct {
 	snapView []byte       // the snapshot file mapped read-only (nil: restore re-maps)
 	pagemap  []byte       // scratch for the page table entries restore reads
 	regions  []pageRegion // scratch for PAGEMAP_SCAN's answer
-	runs     [][2]int     // scratch: the runs of written pages a restore found
 	noScan   bool         // the kernel refused PAGEMAP_SCAN once: read the page table entry by entry
 }
 

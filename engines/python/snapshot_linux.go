@@ -111,11 +111,13 @@ func (m *linearMemory) rewriteWritten(fd int) error {
 		}
 		defer unix.Close(fd)
 	}
-	m.runs = m.runs[:0]
+	// Runs are copied as they are found, until they pass maxCopied; past it
+	// the re-map below restores everything, the copies made so far included.
 	written := 0
 	if err := m.eachWritten(fd, func(start, end int) {
-		m.runs = append(m.runs, [2]int{start, end})
-		written += end - start
+		if written += end - start; written <= maxCopied {
+			copy(m.buf[start:end], m.snapView[start:end])
+		}
 	}); err != nil {
 		return err
 	}
@@ -126,9 +128,6 @@ func (m *linearMemory) rewriteWritten(fd int) error {
 		// later tenant of the interpreter. Past the bound, re-mapping drops
 		// them all; the next turn faults in what it writes, once.
 		return m.mapSnapshot(m.snapFD, m.snapSize)
-	}
-	for _, r := range m.runs {
-		copy(m.buf[r[0]:r[1]], m.snapView[r[0]:r[1]])
 	}
 	return nil
 }
