@@ -274,7 +274,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 		}
 	}
 	r := &runtime{e: e, p: p, namespace: ro.Namespace, owner: "node:" + ro.Namespace, heapMB: heap, externalMB: cfg.ExternalMB,
-		loan: loan, alive: true, gone: make(chan struct{}), fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
+		loan: loan, kept: !ro.OneShot, alive: true, gone: make(chan struct{}), fns: map[string]bool{}, triggers: map[string]bool{}, ttypes: map[string]bool{}, broken: map[string]string{}}
 	var files *hostproto.FilesConf
 	if filesOn {
 		// The directory is only named here; the host creates it on the
@@ -315,7 +315,7 @@ const hostCopySlackKB = (2 * hostproto.MaxFrame >> 10) * raceShadowFactor
 // bindMsg gives a host this runtime: its namespace, scratch directory,
 // off-heap cap and the budget of guest work that runs with no call.
 func (r *runtime) bindMsg() *hostproto.Msg {
-	return &hostproto.Msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.config().MaxTimeoutMS}
+	return &hostproto.Msg{T: "bind", Namespace: r.namespace, Files: r.filesCfg, ExternalMB: r.externalMB, BudgetMS: r.e.config().MaxTimeoutMS, Kept: r.kept}
 }
 
 // runtime is one node runtime: a bound isolate host.
@@ -329,6 +329,7 @@ type runtime struct {
 	scratchDir string
 	filesCfg   *hostproto.FilesConf
 	loan       bool // p came from the pool on loan (a one-shot): give it back
+	kept       bool // not a one-shot: its host serves turn after turn
 
 	mu        sync.Mutex
 	alive     bool

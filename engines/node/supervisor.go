@@ -75,7 +75,9 @@ func (t *tailBuffer) String() string {
 // exec.Cmd with a nil Env would inherit all of it, secrets included), one
 // P for the host's Go runtime — its one goroutine drives V8, and with one P
 // sysmon and the scheduler wake fewer threads around each long V8 call
-// (one-shot throughput +14 %, docs/history/2026-12-03-architecture-notebook.md) — then extra.
+// (one-shot throughput +14 %, docs/history/2026-12-03-architecture-notebook.md;
+// a host bound to a kept runtime raises it to two, isolatehost.keptProcs) —
+// then extra.
 func hostEnv(extra []string) []string {
 	return append([]string{"GOMAXPROCS=1"}, extra...)
 }

@@ -15,6 +15,10 @@
 // more away and every poll is CPU thrown away, so after two waits in a row
 // that outlasted it a Reader goes straight to the poller, trying the poll
 // again on every 16th wait to notice when messages come close again.
+//
+// Where the poll gives up, a Reader parks its goroutine on the runtime's
+// poller; one made by NewWaitingInKernel blocks its thread in poll(2)
+// instead (an isolate host's stdin: see NewWaitingInKernel for why).
 package spinread
 
 import (
@@ -24,6 +28,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/code-runner-go/code-runner/internal/rawconn"
 )
@@ -42,6 +48,12 @@ type Reader struct {
 	// own state, touched only by Read (one reader at a time, as for any
 	// io.Reader).
 	misses int
+	// inKernel says a wait blocks the reading thread in ppoll(2) instead
+	// of parking the goroutine on the runtime's poller (NewWaitingInKernel);
+	// deadline is then the read deadline, kept here for the wait's timeout.
+	inKernel bool
+	deadline time.Time
+	pollFD   [1]unix.PollFd
 }
 
 const (
@@ -79,8 +91,55 @@ func New(f *os.File, spin time.Duration) (*Reader, error) {
 	return &Reader{f: f, rc: rc, spin: spin}, nil
 }
 
-// SetReadDeadline sets the deadline of the underlying file.
-func (r *Reader) SetReadDeadline(t time.Time) error { return r.f.SetReadDeadline(t) }
+// NewWaitingInKernel is New for a reader whose waits, once the poll gives
+// up, block its thread in ppoll(2) — a system call the scheduler knows of,
+// so the thread keeps its P — instead of parking the goroutine on the
+// runtime's poller. An isolate host wants that: with a second P idle, a P
+// held in a system call keeps the runtime's monitor from going to sleep,
+// so the host's next V8 entry (a cgo call, which wakes a sleeping monitor)
+// does not wake it again. A goroutine parked on the poller would leave
+// every P idle between turns, and the monitor asleep.
+//
+// While a Read waits, the reader holds the file's read lock; only the
+// reader's own goroutine may close the file.
+func NewWaitingInKernel(f *os.File, spin time.Duration) (*Reader, error) {
+	r, err := New(f, spin)
+	if err != nil {
+		return nil, err
+	}
+	r.inKernel = true
+	return r, nil
+}
+
+// SetReadDeadline sets the deadline of the underlying file (and, for a
+// reader waiting in the kernel, of its waits).
+func (r *Reader) SetReadDeadline(t time.Time) error {
+	if err := r.f.SetReadDeadline(t); err != nil {
+		return err
+	}
+	r.deadline = t
+	return nil
+}
+
+// waitInKernel blocks until fd is readable or the read deadline passes
+// (then it reports true).
+func (r *Reader) waitInKernel(fd uintptr) (timedOut bool, err error) {
+	timeout := -1 // no deadline: wait for data
+	if !r.deadline.IsZero() {
+		left := time.Until(r.deadline)
+		if left <= 0 {
+			return true, nil
+		}
+		timeout = int((left + time.Millisecond - 1) / time.Millisecond) // never wakes before it
+	}
+	r.pollFD[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	if _, err := unix.Poll(r.pollFD[:], timeout); err != nil && err != unix.EINTR {
+		return false, err
+	}
+	// Readable, interrupted or timed out: the caller reads again, and
+	// comes back here while the deadline has not passed.
+	return false, nil
+}
 
 // Read reads into p: at once when data is there, after a short poll when
 // it arrives within Spin (and polls have been paying: see the package
@@ -91,10 +150,12 @@ func (r *Reader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	var (
-		n       int
-		rerr    syscall.Errno
-		spinEnd time.Time
-		spun    bool
+		n        int
+		rerr     syscall.Errno
+		spinEnd  time.Time
+		spun     bool
+		timedOut bool
+		waitErr  error
 	)
 	err := r.rc.Read(func(fd uintptr) bool {
 		for {
@@ -107,27 +168,34 @@ func (r *Reader) Read(p []byte) (int, error) {
 					r.misses = 0 // the poll caught it: polls pay here
 				}
 				return true
-			case spun:
-				return false // already polled once; let the poller wait
-			}
-			if spinEnd.IsZero() {
-				if !r.polls() {
-					r.misses++
-					spun = true
-					return false
+			case !spun:
+				if spinEnd.IsZero() && r.polls() {
+					spinEnd = time.Now().Add(r.spin)
 				}
-				spinEnd = time.Now().Add(r.spin)
-			}
-			if !time.Now().Before(spinEnd) {
-				r.misses++
+				if !spinEnd.IsZero() && time.Now().Before(spinEnd) {
+					runtime.Gosched()
+					continue
+				}
+				r.misses++ // the poll did not end this wait (or was not tried)
 				spun = true
-				return false
 			}
-			runtime.Gosched()
+			// Nothing there, and no more polling: wait.
+			if !r.inKernel {
+				return false // on the runtime's poller
+			}
+			if timedOut, waitErr = r.waitInKernel(fd); timedOut || waitErr != nil {
+				return true
+			}
 		}
 	})
 	if err != nil {
 		return 0, err
+	}
+	if timedOut {
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: os.ErrDeadlineExceeded}
+	}
+	if waitErr != nil {
+		return 0, &os.PathError{Op: "ppoll", Path: r.f.Name(), Err: waitErr}
 	}
 	if rerr != 0 {
 		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}

@@ -5,27 +5,46 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
 
-func pipe(t *testing.T, spin time.Duration) (*Reader, *os.File) {
+// constructors are the two kinds of Reader: every behaviour test runs
+// with both.
+var constructors = []struct {
+	name string
+	new  func(*os.File, time.Duration) (*Reader, error)
+}{{"poller", New}, {"in-kernel", NewWaitingInKernel}}
+
+func pipeWith(t *testing.T, newReader func(*os.File, time.Duration) (*Reader, error), spin time.Duration) (*Reader, *os.File) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
-	sr, err := New(r, spin)
+	sr, err := newReader(r, spin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sr, w
 }
 
+func pipe(t *testing.T, spin time.Duration) (*Reader, *os.File) {
+	t.Helper()
+	return pipeWith(t, New, spin)
+}
+
 func TestReadsWhatIsWritten(t *testing.T) {
+	for _, c := range constructors {
+		t.Run(c.name, func(t *testing.T) { readsWhatIsWritten(t, c.new) })
+	}
+}
+
+func readsWhatIsWritten(t *testing.T, newReader func(*os.File, time.Duration) (*Reader, error)) {
 	for _, spin := range []time.Duration{0, 200 * time.Microsecond, 50 * time.Millisecond} {
-		sr, w := pipe(t, spin)
+		sr, w := pipeWith(t, newReader, spin)
 		want := bytes.Repeat([]byte("frame-"), 20000) // larger than a pipe buffer
 		go func() {
 			for i := 0; i < len(want); i += 1000 {
@@ -44,13 +63,23 @@ func TestReadsWhatIsWritten(t *testing.T) {
 }
 
 func TestDeadlineKeepsLaterData(t *testing.T) {
-	sr, w := pipe(t, 100*time.Microsecond)
+	for _, c := range constructors {
+		t.Run(c.name, func(t *testing.T) { deadlineKeepsLaterData(t, c.new) })
+	}
+}
+
+func deadlineKeepsLaterData(t *testing.T, newReader func(*os.File, time.Duration) (*Reader, error)) {
+	sr, w := pipeWith(t, newReader, 100*time.Microsecond)
 	buf := make([]byte, 16)
-	if err := sr.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+	deadline := time.Now().Add(20 * time.Millisecond)
+	if err := sr.SetReadDeadline(deadline); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sr.Read(buf); !os.IsTimeout(err) || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("want a timeout, got %v", err)
+	}
+	if time.Now().Before(deadline) {
+		t.Fatal("the read gave up before its deadline")
 	}
 	w.Write([]byte("late"))
 	if err := sr.SetReadDeadline(time.Time{}); err != nil {
@@ -63,10 +92,17 @@ func TestDeadlineKeepsLaterData(t *testing.T) {
 }
 
 func TestEOF(t *testing.T) {
-	sr, w := pipe(t, time.Millisecond)
-	w.Close()
-	if _, err := sr.Read(make([]byte, 4)); err != io.EOF {
-		t.Fatalf("want EOF, got %v", err)
+	for _, c := range constructors {
+		t.Run(c.name, func(t *testing.T) {
+			sr, w := pipeWith(t, c.new, time.Millisecond)
+			go func() {
+				time.Sleep(5 * time.Millisecond) // the read is waiting by then, most times
+				w.Close()
+			}()
+			if _, err := sr.Read(make([]byte, 4)); err != io.EOF {
+				t.Fatalf("want EOF, got %v", err)
+			}
+		})
 	}
 }
 
@@ -163,5 +199,47 @@ func TestThePollStopsWhereItDoesNotPay(t *testing.T) {
 	read(50*time.Millisecond, "f")
 	if !sr.polls() {
 		t.Fatal("one miss after a catch stopped the polling")
+	}
+}
+
+// TestAKernelWaitHoldsItsThreadInASystemCall: a reader made by
+// NewWaitingInKernel waits in a system call (its goroutine is not in Go,
+// its thread keeps its P), one made by New on the runtime's poller (its
+// goroutine is parked, waiting). The runtime's own count tells them apart.
+func TestAKernelWaitHoldsItsThreadInASystemCall(t *testing.T) {
+	count := func(name string) uint64 {
+		s := []metrics.Sample{{Name: name}}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 {
+			t.Skipf("this Go has no metric %s", name)
+		}
+		return s[0].Value.Uint64()
+	}
+	const notInGo, waiting = "/sched/goroutines/not-in-go:goroutines", "/sched/goroutines/waiting:goroutines"
+	for _, c := range constructors {
+		t.Run(c.name, func(t *testing.T) {
+			sr, w := pipeWith(t, c.new, 0)
+			baseNotInGo, baseWaiting := count(notInGo), count(waiting)
+			done := make(chan error, 1)
+			go func() {
+				_, err := sr.Read(make([]byte, 4))
+				done <- err
+			}()
+			want, other := notInGo, waiting
+			wantBase, otherBase := baseNotInGo, baseWaiting
+			if c.name == "poller" {
+				want, other, wantBase, otherBase = waiting, notInGo, baseWaiting, baseNotInGo
+			}
+			for count(want) <= wantBase {
+				time.Sleep(time.Millisecond) // until the read is waiting, however long that takes
+			}
+			if got := count(other); got > otherBase {
+				t.Errorf("%s went from %d to %d while the read waited", other, otherBase, got)
+			}
+			w.Write([]byte("x"))
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

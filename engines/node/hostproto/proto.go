@@ -27,6 +27,7 @@ type Msg struct {
 	FilesOn    bool       `json:"files_on,omitempty"`
 	Namespace  string     `json:"namespace,omitempty"`
 	Files      *FilesConf `json:"files,omitempty"`
+	Kept       bool       `json:"kept,omitempty"` // bind: a kept runtime (not a one-shot)
 
 	// run / invoke / define / trigger-type tasks
 	Code       string          `json:"code,omitempty"`

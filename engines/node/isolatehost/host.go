@@ -7,6 +7,7 @@ import (
 	"github.com/code-runner-go/code-runner/limits"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,8 @@ func RunHost(in HostInput, out io.Writer) int {
 		calls: map[int64]bool{},
 		mem:   newSelfMemory(),
 	}
+	h.procs = runtime.GOMAXPROCS(0)
+	h.procsNow = h.procs
 	h.guard = &guard{
 		terminate: func() { h.iso.TerminateExecution() },
 		overMemory: func() bool {
@@ -145,6 +148,11 @@ type host struct {
 	maxBudget  time.Duration
 	// detachedEntry says the current entry runs with no task in flight.
 	detachedEntry bool
+
+	// procs is the GOMAXPROCS the host started with (the worker starts it
+	// with one); procsNow what it runs with (keptProcs while bound to a
+	// kept runtime).
+	procs, procsNow int
 
 	// vals are the V8 values the host created or received during the
 	// current entry; they are released when it ends (v8go keeps every value
@@ -271,6 +279,9 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		}
 		h.memLimitKB.Store(h.guestBaseKB + int64(h.heapLimit>>10) + m.ExternalMB<<10)
 		h.maxBudget = time.Duration(m.BudgetMS) * time.Millisecond
+		if m.Kept {
+			h.setProcs(max(h.procs, keptProcs))
+		}
 	case "run":
 		h.startTask(m, "run")
 		h.runTask = m.Task
@@ -333,6 +344,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
+		h.setProcs(h.procs)
 		err := h.init(m.HeapMB, m.FilesOn)
 		oldCtx.Close()
 		oldIso.Dispose()
@@ -347,6 +359,24 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		return 0, true
 	}
 	return 0, false
+}
+
+// keptProcs is the GOMAXPROCS of a host bound to a kept runtime. Its one
+// goroutine waits for the next message in a system call, holding its P
+// (spinread.NewWaitingInKernel); with a second P idle, the runtime's
+// monitor then stays awake and backs off to a 10 ms tick while turns come,
+// instead of going to sleep between turns and being woken by every V8
+// entry's cgo call. A one-shot host keeps the one P it starts with: its
+// work is one long V8 entry, which a second P slowed (docs/architecture.md,
+// "Why does a kept host wait for its next message in the kernel?").
+const keptProcs = 2
+
+// setProcs sets GOMAXPROCS to n unless it is n already.
+func (h *host) setProcs(n int) {
+	if h.procsNow != n {
+		runtime.GOMAXPROCS(n)
+		h.procsNow = n
+	}
 }
 
 func orNull(b json.RawMessage) json.RawMessage {
