@@ -281,6 +281,8 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.maxBudget = time.Duration(m.BudgetMS) * time.Millisecond
 		if m.Kept {
 			h.setProcs(max(h.procs, keptProcs))
+		} else {
+			h.setProcs(h.procs)
 		}
 	case "run":
 		h.startTask(m, "run")
