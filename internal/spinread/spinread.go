@@ -123,6 +123,12 @@ func NewWaitingInKernel(f *os.File, spin time.Duration) (*Reader, error) {
 	return r, nil
 }
 
+// SetWaitInKernel switches the reader between the two kinds of wait: in
+// poll(2) (on, as NewWaitingInKernel makes it) or on the runtime's poller
+// (off, as New makes it). Call it only between Reads, from the reading
+// goroutine.
+func (r *Reader) SetWaitInKernel(on bool) { r.inKernel = on }
+
 // SetReadDeadline sets the deadline of the underlying file (and, for a
 // reader waiting in the kernel, of its waits).
 func (r *Reader) SetReadDeadline(t time.Time) error {

@@ -279,11 +279,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		}
 		h.memLimitKB.Store(h.guestBaseKB + int64(h.heapLimit>>10) + m.ExternalMB<<10)
 		h.maxBudget = time.Duration(m.BudgetMS) * time.Millisecond
-		if m.Kept {
-			h.setProcs(max(h.procs, keptProcs))
-		} else {
-			h.setProcs(h.procs)
-		}
+		h.setKept(m.Kept)
 	case "run":
 		h.startTask(m, "run")
 		h.runTask = m.Task
@@ -346,7 +342,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
-		h.setProcs(h.procs)
+		h.setKept(false)
 		err := h.init(m.HeapMB, m.FilesOn)
 		oldCtx.Close()
 		oldIso.Dispose()
@@ -364,8 +360,8 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 }
 
 // keptProcs is the GOMAXPROCS of a host bound to a kept runtime. Its one
-// goroutine waits for the next message in a system call, holding its P
-// (spinread.NewWaitingInKernel); with a second P idle, the runtime's
+// goroutine then waits for the next message in a system call, holding its
+// P (spinread.Reader.SetWaitInKernel); with a second P idle, the runtime's
 // monitor then stays awake and backs off to a 10 ms tick while turns come,
 // instead of going to sleep between turns and being woken by every V8
 // entry's cgo call. A one-shot host keeps the one P it starts with: its
@@ -373,11 +369,22 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 // "Why does a kept host wait for its next message in the kernel?").
 const keptProcs = 2
 
-// setProcs sets GOMAXPROCS to n unless it is n already.
-func (h *host) setProcs(n int) {
+// setKept readies the host for the runtime it is bound to: a kept one
+// gets keptProcs Ps and waits for its messages in the kernel (where its
+// input can: spinread.Reader.SetWaitInKernel); any other runs with the Ps
+// the host started with and waits on the runtime's poller, as a one-shot
+// host always did.
+func (h *host) setKept(kept bool) {
+	n := h.procs
+	if kept {
+		n = max(h.procs, keptProcs)
+	}
 	if h.procsNow != n {
 		runtime.GOMAXPROCS(n)
 		h.procsNow = n
+	}
+	if k, ok := h.in.(interface{ SetWaitInKernel(bool) }); ok {
+		k.SetWaitInKernel(kept)
 	}
 }
 

@@ -21,15 +21,16 @@ const syscallNoFollow = syscall.O_NOFOLLOW
 // The worker hands stdin over in blocking mode; it is switched to
 // non-blocking so the host's one goroutine can wait on it with a deadline
 // (its idle wake-up) and poll it briefly after each message (spinread).
-// The wait blocks the thread in the kernel rather than on the runtime's
-// poller (spinread.NewWaitingInKernel; "Why does a kept host wait for its
-// next message in the kernel?" in docs/architecture.md).
+// While the host is bound to a kept runtime, the wait blocks its thread
+// in the kernel rather than on the runtime's poller (host.setProcs,
+// spinread.Reader.SetWaitInKernel; "Why does a kept host wait for its next
+// message in the kernel?" in docs/architecture.md).
 func Serve() int {
 	if err := syscall.SetNonblock(0, true); err != nil {
 		fmt.Fprintln(os.Stderr, "isolate host: stdin:", err)
 		return 5
 	}
-	in, err := spinread.NewWaitingInKernel(os.NewFile(0, "stdin"), tuning.PipeSpin)
+	in, err := spinread.New(os.NewFile(0, "stdin"), tuning.PipeSpin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "isolate host:", err)
 		return 5
