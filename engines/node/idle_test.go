@@ -24,7 +24,7 @@ func TestAnIdleKeptHostDoesNotWake(t *testing.T) {
 		}
 	}
 	pid := keptHost(t, r, k.RuntimeID).host().pid
-	// The monitor sleeps 10 ms after the last turn at the latest; give it
+	// The monitor sleeps 10–20 ms after the last turn; give it
 	// far more, then count.
 	time.Sleep(500 * time.Millisecond)
 	before := procfs.Wakeups(pid)

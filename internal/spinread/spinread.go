@@ -37,11 +37,12 @@ import (
 
 // Reader reads a non-blocking *os.File (a pipe from os.Pipe or made
 // non-blocking with syscall.SetNonblock), polling for up to Spin before
-// waiting on the runtime's poller (or, made by NewWaitingInKernel, in
-// poll(2)). Read deadlines set on the file apply to a Reader made by New;
-// one made by NewWaitingInKernel knows only those set through its own
-// SetReadDeadline, between Reads. The file must stay non-blocking, as New leaves it: never call its Fd
-// method after New (Fd switches the descriptor to blocking mode, and the
+// waiting on the runtime's poller (or, made by NewWaitingInKernel or
+// switched by SetWaitInKernel, in poll(2)). Read deadlines set on the file
+// apply to a Reader waiting on the poller; one waiting in the kernel knows
+// only those set through its own SetReadDeadline, between Reads. The file
+// must stay non-blocking, as New leaves it: never call its Fd method after
+// New (Fd switches the descriptor to blocking mode, and the
 // poll's raw read would then hold its thread and P until data came).
 type Reader struct {
 	f    *os.File

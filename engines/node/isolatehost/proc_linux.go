@@ -22,7 +22,7 @@ const syscallNoFollow = syscall.O_NOFOLLOW
 // non-blocking so the host's one goroutine can wait on it with a deadline
 // (its idle wake-up) and poll it briefly after each message (spinread).
 // While the host is bound to a kept runtime, the wait blocks its thread
-// in the kernel rather than on the runtime's poller (host.setProcs,
+// in the kernel rather than on the runtime's poller (host.setKept,
 // spinread.Reader.SetWaitInKernel; "Why does a kept host wait for its next
 // message in the kernel?" in docs/architecture.md).
 func Serve() int {
