@@ -3,12 +3,14 @@ package procfs
 import (
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
 )
 
 func TestRSSOfThisProcess(t *testing.T) {
+	debug.FreeOSMemory() // what an earlier run (-count) touched is not counted as before
 	before := RSSKB(os.Getpid())
 	if before <= 0 {
 		t.Fatalf("rss %d", before)
@@ -38,6 +40,29 @@ func TestCPUGrowsWithWork(t *testing.T) {
 	}
 }
 
+// RunTime sees work far shorter than a tick: 2 ms of spinning moves it by
+// at least 2 ms and by less than 7 (the spin's wall time plus the runtime's
+// own threads), where CPU, counted in 10 ms ticks, moves by 0 or 10. The
+// kernel adds a running thread's time to its schedstat when the thread
+// leaves the CPU, so the spinner sleeps before the second look (as the
+// bench's workers are idle when it looks).
+func TestRunTimeCountsWorkShorterThanATick(t *testing.T) {
+	time.Sleep(20 * time.Millisecond)
+	before := RunTime(os.Getpid())
+	start := time.Now()
+	for time.Since(start) < 2*time.Millisecond {
+	}
+	wall := time.Since(start)
+	time.Sleep(20 * time.Millisecond)
+	got := RunTime(os.Getpid()) - before
+	if got < 2*time.Millisecond || got > wall+5*time.Millisecond {
+		t.Fatalf("2 ms of spinning (%v of wall time) moved RunTime by %v", wall, got)
+	}
+	if RunTime(-1) != 0 || TreeRunTime(-1) != 0 {
+		t.Fatal("an unreadable pid has no run time")
+	}
+}
+
 func TestTreeCountsChildren(t *testing.T) {
 	// A shell that starts a spinning child: the spinner is a grandchild of
 	// this process and must be found, its RSS and CPU counted.
@@ -64,6 +89,11 @@ func TestTreeCountsChildren(t *testing.T) {
 	}
 	if after <= before {
 		t.Fatalf("the spinning grandchild's CPU is not counted: %v → %v", before, after)
+	}
+	rt0 := TreeRunTime(cmd.Process.Pid)
+	time.Sleep(50 * time.Millisecond)
+	if own, tree := RunTime(cmd.Process.Pid), TreeRunTime(cmd.Process.Pid); tree-rt0 < 20*time.Millisecond || tree <= own {
+		t.Fatalf("the spinning grandchild's run time is not counted: tree %v → %v, the shell's own %v", rt0, tree, own)
 	}
 	if Descendants(-1) != nil || TreeCPU(-1) != 0 {
 		t.Fatal("an unreadable pid has no tree")
