@@ -126,31 +126,44 @@ func TreeCPU(pid int) time.Duration {
 // RunTime returns the time pid's live threads have spent on a CPU so far,
 // to the nanosecond: the first field of each thread's schedstat. CPU counts
 // in the kernel's 10 ms ticks, too coarse for a window of a few calls to a
-// mostly idle process; RunTime is exact for such windows as long as no
-// thread of pid ends inside them (an ended thread's time leaves the sum).
-// 0 when unreadable.
-func RunTime(pid int) time.Duration {
+// mostly idle process. The kernel adds a running thread's time to its
+// schedstat at a scheduler tick or when the thread leaves the CPU, so read
+// it while the threads wait. A thread that ends takes its time out of the
+// sum (RunTime can go backwards), and of a process that has exited but not
+// been reaped only the leader thread is listed. 0 when unreadable, or on a
+// kernel without schedstat (CONFIG_SCHED_INFO).
+func RunTime(pid int) time.Duration { return time.Duration(schedstatSum(pid, 0)) }
+
+// schedstatSum sums field i of every thread's /proc/<pid>/task/<tid>/schedstat
+// (0: time on a CPU in ns, 1: time waiting for one in ns, 2: timeslices).
+func schedstatSum(pid, i int) int64 {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return 0
 	}
-	var ns int64
+	var n int64
 	for _, t := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
 		if err != nil {
 			continue
 		}
 		if f := strings.Fields(string(b)); len(f) == 3 {
-			v, _ := strconv.ParseInt(f[0], 10, 64)
-			ns += v
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			n += v
 		}
 	}
-	return time.Duration(ns)
+	return n
 }
 
-// TreeRunTime is TreeCPU to the nanosecond: RunTime summed over pid and
-// every live process below it, plus the children pid has reaped (those
-// only in ticks: the kernel keeps nothing finer for them).
+// TreeRunTime is RunTime summed over pid and every live process below it,
+// plus what pid's children that pid itself reaped used (cutime and cstime:
+// /proc shows those only in ticks). It has RunTime's limits — a thread that
+// ends or a process that exits inside a window takes time out of the sum
+// until its parent reaps it — and TreeCPU's: what a grandchild used is lost
+// once a child reaps it, and an orphan reparented away from the tree drops
+// out. For the worker this is fit for (isolate hosts are its direct
+// children, Go and V8 threads live as long as their process) the window's
+// difference is exact to within a reap of a host, ±10 ms.
 func TreeRunTime(pid int) time.Duration {
 	f := statFields(pid)
 	if f == nil {
@@ -176,25 +189,7 @@ func TreeRSSKB(pid int) int64 { return treeSum(pid, RSSKB) }
 // onto a CPU so far (the last field of each thread's schedstat: its
 // timeslices). A thread that sleeps and wakes adds one, so the growth
 // over an idle window counts the process's wake-ups.
-func Wakeups(pid int) int64 {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 3 {
-			v, _ := strconv.ParseInt(f[2], 10, 64)
-			n += v
-		}
-	}
-	return n
-}
+func Wakeups(pid int) int64 { return schedstatSum(pid, 2) }
 
 // TreeWakeups is Wakeups summed over pid and every live process below it.
 func TreeWakeups(pid int) int64 { return treeSum(pid, Wakeups) }

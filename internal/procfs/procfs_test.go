@@ -40,23 +40,30 @@ func TestCPUGrowsWithWork(t *testing.T) {
 	}
 }
 
-// RunTime sees work far shorter than a tick: 2 ms of spinning moves it by
-// at least 2 ms and by less than 7 (the spin's wall time plus the runtime's
-// own threads), where CPU, counted in 10 ms ticks, moves by 0 or 10. The
-// kernel adds a running thread's time to its schedstat when the thread
-// leaves the CPU, so the spinner sleeps before the second look (as the
-// bench's workers are idle when it looks).
+// RunTime sees work far shorter than a tick: spinning until the process has
+// used 2 ms more CPU (getrusage, which the kernel keeps to the nanosecond
+// for every thread, ended ones included) moves RunTime by as much, within
+// 1.5 ms, where CPU, counted in 10 ms ticks, moves by 0 or 10. Spinning
+// until the CPU is used, not for a span of wall time, keeps a busy machine
+// from failing it. The kernel adds a running thread's time to its
+// schedstat when the thread leaves the CPU, so the spinner sleeps before
+// the second look (as the bench's workers are idle when it looks).
 func TestRunTimeCountsWorkShorterThanATick(t *testing.T) {
-	time.Sleep(20 * time.Millisecond)
-	before := RunTime(os.Getpid())
-	start := time.Now()
-	for time.Since(start) < 2*time.Millisecond {
+	used := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	wall := time.Since(start)
 	time.Sleep(20 * time.Millisecond)
-	got := RunTime(os.Getpid()) - before
-	if got < 2*time.Millisecond || got > wall+5*time.Millisecond {
-		t.Fatalf("2 ms of spinning (%v of wall time) moved RunTime by %v", wall, got)
+	ru0, rt0 := used(), RunTime(os.Getpid())
+	for start := used(); used()-start < 2*time.Millisecond; {
+	}
+	time.Sleep(20 * time.Millisecond)
+	rt, ru := RunTime(os.Getpid())-rt0, used()-ru0
+	if d := rt - ru; rt <= 0 || d < -1500*time.Microsecond || d > 1500*time.Microsecond {
+		t.Fatalf("the process used %v of CPU (getrusage) and RunTime moved by %v", ru, rt)
 	}
 	if RunTime(-1) != 0 || TreeRunTime(-1) != 0 {
 		t.Fatal("an unreadable pid has no run time")
@@ -90,9 +97,11 @@ func TestTreeCountsChildren(t *testing.T) {
 	if after <= before {
 		t.Fatalf("the spinning grandchild's CPU is not counted: %v → %v", before, after)
 	}
-	rt0 := TreeRunTime(cmd.Process.Pid)
-	time.Sleep(50 * time.Millisecond)
-	if own, tree := RunTime(cmd.Process.Pid), TreeRunTime(cmd.Process.Pid); tree-rt0 < 20*time.Millisecond || tree <= own {
+	rt0, tree := TreeRunTime(cmd.Process.Pid), time.Duration(0)
+	for deadline := time.Now().Add(5 * time.Second); tree-rt0 < 20*time.Millisecond && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		tree = TreeRunTime(cmd.Process.Pid)
+	}
+	if own := RunTime(cmd.Process.Pid); tree-rt0 < 20*time.Millisecond || tree <= own {
 		t.Fatalf("the spinning grandchild's run time is not counted: tree %v → %v, the shell's own %v", rt0, tree, own)
 	}
 	if Descendants(-1) != nil || TreeCPU(-1) != 0 {
