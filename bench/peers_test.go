@@ -154,23 +154,29 @@ func BenchmarkAgainstPeers(b *testing.B) {
 	// two workers take turns 400 ms apart, so each still sees a call every
 	// 800 ms and a spell of slowness on the machine (a few seconds in which
 	// every process here runs at half speed, seen in both workers' CPU)
-	// lands on both alike instead of on one worker's window.
+	// lands on both alike instead of on one worker's window. Calls keep to
+	// a schedule (a slow call does not stretch the period), and each row
+	// starts 800 ms after the last call of the one before, so what a
+	// worker does after its last call there is not counted here.
 	for _, lang := range []string{"python", "node"} {
 		c := oneShot[lang]
-		const n = 12
+		const n, half = 12, 400 * time.Millisecond
 		ids, pids := [2]string{c.ours, c.peer}, [2]int{ours.pid(), peer.pid()}
 		var c0, per [2]time.Duration
+		time.Sleep(2 * half)
 		for i := range pids {
 			c0[i] = procfs.TreeRunTime(pids[i])
 		}
+		start := time.Now()
 		for k := 0; k < n; k++ {
-			for _, id := range ids {
+			for j, id := range ids {
+				time.Sleep(time.Until(start.Add(time.Duration(2*k+j) * half)))
 				if _, err := call(id, map[string]any{"lang": lang, "code": c.code}); err != nil {
 					b.Fatal(err)
 				}
-				time.Sleep(400 * time.Millisecond)
 			}
 		}
+		time.Sleep(time.Until(start.Add(2 * n * half)))
 		for i := range pids {
 			per[i] = (procfs.TreeRunTime(pids[i]) - c0[i]) / n
 		}
