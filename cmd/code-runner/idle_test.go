@@ -6,47 +6,38 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/procfs"
-	"github.com/code-runner-go/code-runner/internal/syncbuf"
 )
 
 // TestTheWorkerGoesQuietSoonAfterABurst: whatever keeps a busy worker fast
-// (spare Ps, pipe polls, the runtime's monitor, pools refilling, telemetry
-// batches) must stop within a second or so of calm. After 8 callers of
-// python and node one-shots and a kept node runtime's turns, the worker
-// gets 1.5 s, then its process tree's threads are counted as they wake over
-// 3 s: at most ten wake-ups a second, the bar issue 31 set for an idle
-// worker (the bench reads 1.3–1.9 after boot). A worker whose runtime
-// monitor kept polling (GODEBUG=schedtrace, ~100 a second) fails it. It
-// counts wake-ups, not time: nothing here depends on the machine's speed.
-// Telemetry is on, as by default; the test engine takes its frames.
+// (spare Ps, pipe polls, the runtime's monitor, telemetry batches) must
+// stop once calls stop, and the work calls leave behind (a pool growing
+// to the burst's size, a host replacing the one a kept runtime took) must
+// end. After 8 callers of python and node one-shots and a kept node
+// runtime's turns, the worker gets 1.5 s; then its process tree's threads
+// are counted as they wake, thread by thread, over 3 s windows one after
+// another, and one of the first four must stay at or under ten wake-ups a
+// second (issue 31's target 1 for an idle worker; the bench reads 1.3–1.9
+// after boot, this test ~1 on this machine). Four windows, not one, so a
+// slow machine's pool boots or a pool trimming back 10 s after the burst
+// (warmpool's Burst) cannot fail it; a worker that keeps waking (its
+// runtime monitor kept polling by GODEBUG=schedtrace: ~100 a second) fails
+// every window. Telemetry is on, as by default; the test engine takes its
+// frames.
 func TestTheWorkerGoesQuietSoonAfterABurst(t *testing.T) {
 	e, err := iiitest.New(iiitest.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DiscardFrames: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "serve", "--url", e.URL(), "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "III_WORKER_NAME=cr-quiet", "TMPDIR="+t.TempDir())
-	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd, stderr := startServe(t, e, "III_WORKER_NAME=cr-quiet")
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("code-runner::run") }); err != nil {
-		t.Fatalf("never registered: %v\n%s", err, stderr.String())
-	}
 	run := func(req map[string]any) (json.RawMessage, error) {
 		out, eb, err := e.Invoke(ctx, "code-runner::run", req, nil)
 		if err == nil && eb != nil {
@@ -94,24 +85,30 @@ func TestTheWorkerGoesQuietSoonAfterABurst(t *testing.T) {
 	}
 
 	time.Sleep(1500 * time.Millisecond)
-	pid := cmd.Process.Pid
-	wakeups := func() map[int]int64 {
-		m := map[int]int64{pid: procfs.Wakeups(pid)}
-		for _, c := range procfs.Descendants(pid) {
-			m[c] = procfs.Wakeups(c)
+	const window, windows = 3 * time.Second, 4
+	limit := int64(10 * window / time.Second)
+	var counts []string
+	for i := range windows {
+		before := procfs.TreeThreadWakeups(cmd.Process.Pid)
+		time.Sleep(window)
+		// Threads there at both ends count their difference, threads
+		// born in the window all they did; one that ended took its
+		// count along (the pools trim hosts only 10 s after the
+		// burst, so at most one window loses them).
+		var woke int64
+		procs := map[int]int64{}
+		for th, n := range procfs.TreeThreadWakeups(cmd.Process.Pid) {
+			woke += n - before[th]
+			procs[th.PID] += n - before[th]
 		}
-		return m
-	}
-	const window = 3 * time.Second
-	before := wakeups()
-	time.Sleep(window)
-	var woke int64 // over the processes there at the end; one that ended took its count along
-	for p, n := range wakeups() {
-		woke += n - before[p]
-	}
-	t.Logf("%d wake-ups in %v of calm", woke, window)
-	if limit := int64(10 * window / time.Second); woke > limit {
-		t.Fatalf("the worker's process tree woke %d times in %v of calm, 1.5 s after a burst (want at most %d)", woke, window, limit)
+		t.Logf("window %d: %d wake-ups in %v (by process: %v)", i+1, woke, window, procs)
+		if woke <= limit {
+			break
+		}
+		counts = append(counts, fmt.Sprint(woke))
+		if len(counts) == windows {
+			t.Fatalf("the worker's process tree woke %v times in %d windows of %v each, the first 1.5 s after a burst (want one at most %d)", counts, windows, window, limit)
+		}
 	}
 	// It still serves, kept runtime and one-shots, after the pause.
 	var turn struct {

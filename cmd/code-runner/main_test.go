@@ -265,6 +265,29 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// startServe builds the binary and starts `serve --log-level warn` against
+// e, with env added to this process's environment and a TMPDIR of the
+// test's own, and waits until it has registered code-runner::run. The
+// process is killed when the test ends; its standard error is returned for
+// failure messages.
+func startServe(t *testing.T, e *iiitest.Engine, env ...string) (*exec.Cmd, *syncbuf.Buffer) {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), "serve", "--url", e.URL(), "--log-level", "warn")
+	cmd.Env = append(append(os.Environ(), env...), "TMPDIR="+t.TempDir())
+	stderr := &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("code-runner::run") }); err != nil {
+		t.Fatalf("never registered: %v\n%s", err, stderr.String())
+	}
+	return cmd, stderr
+}
+
 // TestServeWithoutAnEngineSaysWhatItWaitsFor: with nothing listening at
 // the engine URL, serve says once, in plain words, what it waits for and
 // how to start one — before the client's retry lines, and not again with

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/code-runner-go/code-runner/iii/iiitest"
-	"github.com/code-runner-go/code-runner/internal/syncbuf"
 )
 
 // TestTheBusIsHeardWhileAGuestComputesOnOneP: with GOMAXPROCS=1 from the
@@ -31,20 +28,9 @@ func TestTheBusIsHeardWhileAGuestComputesOnOneP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "serve", "--url", e.URL(), "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "III_WORKER_NAME=cr-one-p", "OTEL_ENABLED=false", "TMPDIR="+t.TempDir())
-	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	_, stderr := startServe(t, e, "GOMAXPROCS=1", "III_WORKER_NAME=cr-one-p", "OTEL_ENABLED=false")
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("code-runner::run") }); err != nil {
-		t.Fatalf("never registered: %v\n%s", err, stderr.String())
-	}
 	run := func(req map[string]any) (json.RawMessage, error) {
 		req["lang"], req["timeout_ms"] = "python", 30000
 		out, eb, err := e.Invoke(ctx, "code-runner::run", req, nil)

@@ -137,22 +137,37 @@ func RunTime(pid int) time.Duration { return time.Duration(schedstatSum(pid, 0))
 // schedstatSum sums field i of every thread's /proc/<pid>/task/<tid>/schedstat
 // (0: time on a CPU in ns, 1: time waiting for one in ns, 2: timeslices).
 func schedstatSum(pid, i int) int64 {
+	var n int64
+	eachSchedstat(pid, func(_ int, f [3]int64) { n += f[i] })
+	return n
+}
+
+// eachSchedstat calls fn with the schedstat fields of every live thread of
+// pid that it can read.
+func eachSchedstat(pid int, fn func(tid int, f [3]int64)) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0
+		return
 	}
-	var n int64
 	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
 			continue
 		}
-		if f := strings.Fields(string(b)); len(f) == 3 {
-			v, _ := strconv.ParseInt(f[i], 10, 64)
-			n += v
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+		if err != nil {
+			continue
 		}
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			continue
+		}
+		var v [3]int64
+		for i := range v {
+			v[i], _ = strconv.ParseInt(f[i], 10, 64)
+		}
+		fn(tid, v)
 	}
-	return n
 }
 
 // TreeRunTime is RunTime summed over pid and every live process below it,
@@ -193,6 +208,22 @@ func Wakeups(pid int) int64 { return schedstatSum(pid, 2) }
 
 // TreeWakeups is Wakeups summed over pid and every live process below it.
 func TreeWakeups(pid int) int64 { return treeSum(pid, Wakeups) }
+
+// Thread names one thread of a process.
+type Thread struct{ PID, TID int }
+
+// TreeThreadWakeups returns Wakeups for each live thread of pid and of
+// every process below it. Two readings compared thread by thread count
+// the wake-ups in between exactly, where the difference of two
+// TreeWakeups loses what a thread or process that ended had counted
+// (and can go backwards).
+func TreeThreadWakeups(pid int) map[Thread]int64 {
+	m := map[Thread]int64{}
+	for _, p := range append([]int{pid}, Descendants(pid)...) {
+		eachSchedstat(p, func(tid int, f [3]int64) { m[Thread{p, tid}] = f[2] })
+	}
+	return m
+}
 
 // PSSKB returns pid's proportional set size in KiB (smaps_rollup's Pss:
 // each shared page divided among the processes that map it), or 0.

@@ -127,4 +127,16 @@ func TestWakeupsAndPSS(t *testing.T) {
 	if TreeWakeups(os.Getpid()) < root || TreePSSKB(os.Getpid()) <= 0 {
 		t.Fatal("a tree counts less than its root")
 	}
+	// Thread by thread: every thread of this process is there, and the
+	// counts add up to Wakeups (read again after: threads keep waking).
+	var sum int64
+	threads := TreeThreadWakeups(os.Getpid())
+	for th, n := range threads {
+		if th.PID == os.Getpid() {
+			sum += n
+		}
+	}
+	if after := Wakeups(os.Getpid()); sum < root || sum > after || len(threads) < 2 {
+		t.Fatalf("threads sum to %d wake-ups over %d threads; Wakeups read %d before and %d after", sum, len(threads), root, after)
+	}
 }
