@@ -70,12 +70,18 @@ func TestGoNeverWaitsAndKeepsAtMostMaxIdle(t *testing.T) {
 func TestCloseEndsTheWaitingGoroutines(t *testing.T) {
 	base := runtime.NumGoroutine()
 	p := New(8)
-	var wg sync.WaitGroup
+	// Each function blocks until all three have started, so they run on
+	// three goroutines at once; given one after another without that, a
+	// goroutine already waiting could take the next one, and fewer than
+	// three would wait afterwards.
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(3)
 	for i := 0; i < 3; i++ {
-		wg.Add(1)
-		p.Go(wg.Done)
+		p.Go(func() { started.Done(); <-release })
 	}
-	wg.Wait()
+	started.Wait()
+	close(release)
 	waitIdle(t, p, 3)
 	p.Close()
 	p.Close()
