@@ -58,6 +58,11 @@ type Reader struct {
 	inKernel bool
 	deadline time.Time
 	pollFD   [1]unix.PollFd
+	// gaveUp, when set (only tests set it), is called once per Read, on
+	// the reading goroutine, when the Read stops polling and is about to
+	// wait: a test writes then, so a wait outlasts the poll whatever the
+	// scheduler does.
+	gaveUp func()
 }
 
 const (
@@ -199,6 +204,9 @@ func (r *Reader) Read(p []byte) (int, error) {
 				}
 				r.misses++ // the poll did not end this wait (or was not tried)
 				spun = true
+				if r.gaveUp != nil {
+					r.gaveUp()
+				}
 			}
 			// Nothing there, and no more polling: wait.
 			if !r.inKernel {

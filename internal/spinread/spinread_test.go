@@ -154,25 +154,45 @@ func TestABlockingPipeIsMadeNonBlocking(t *testing.T) {
 // (messages 0.1 ms or more apart, as over the engine's bus) stops polling
 // after two of them, polls again on every 16th wait, and polls every time
 // again once a poll catches a message.
+//
+// A message meant to outlast the poll is written only once the Read has
+// given up polling (the gaveUp hook), not after a sleep: a reader paused
+// for a few milliseconds mid-poll would otherwise catch it, and the counts
+// would depend on the machine's load.
 func TestThePollStopsWhereItDoesNotPay(t *testing.T) {
 	sr, w := pipe(t, time.Millisecond)
 	buf := make([]byte, 8)
-	read := func(after time.Duration, want string) {
+	readInto := func(want string) {
 		t.Helper()
-		go func() { time.Sleep(after); w.Write([]byte(want)) }()
 		n, err := sr.Read(buf)
 		if err != nil || string(buf[:n]) != want {
 			t.Fatalf("read %q, %v; want %q", buf[:n], err, want)
 		}
 	}
+	// late: the message comes after the Read stopped polling.
+	late := func(want string) {
+		t.Helper()
+		gaveUp := make(chan struct{})
+		sr.gaveUp = func() { close(gaveUp) }
+		defer func() { sr.gaveUp = nil }()
+		go func() { <-gaveUp; w.Write([]byte(want)) }()
+		readInto(want)
+	}
+	// soon: the message comes after a while, caught by a poll that lasts
+	// longer than that.
+	soon := func(after time.Duration, want string) {
+		t.Helper()
+		go func() { time.Sleep(after); w.Write([]byte(want)) }()
+		readInto(want)
+	}
 	if !sr.polls() {
 		t.Fatal("a new reader does not poll")
 	}
-	read(50*time.Millisecond, "a")
+	late("a")
 	if !sr.polls() {
 		t.Fatal("one wait the poll did not end stopped the polling")
 	}
-	read(50*time.Millisecond, "b")
+	late("b")
 	if sr.polls() {
 		t.Fatalf("after %d waits in a row that outlasted the poll, the reader still polls", sr.misses)
 	}
@@ -181,22 +201,22 @@ func TestThePollStopsWhereItDoesNotPay(t *testing.T) {
 		if sr.polls() {
 			probes++
 		}
-		read(5*time.Millisecond, "c")
+		late("c")
 	}
 	if probes != 2 {
 		t.Fatalf("%d probes in %d waits; want 2", probes, 2*probeEvery)
 	}
 	// A message that comes while the reader polls turns polling back on.
 	for !sr.polls() {
-		read(5*time.Millisecond, "d")
+		late("d")
 	}
 	sr.spin = 10 * time.Second
-	read(time.Millisecond, "e")
+	soon(time.Millisecond, "e")
 	if sr.misses != 0 || !sr.polls() {
 		t.Fatalf("a caught message left %d misses", sr.misses)
 	}
 	sr.spin = time.Millisecond
-	read(50*time.Millisecond, "f")
+	late("f")
 	if !sr.polls() {
 		t.Fatal("one miss after a catch stopped the polling")
 	}
