@@ -122,10 +122,13 @@ func TestHotReloadSwapsBytesAndRebinds(t *testing.T) {
 	}()
 	newJS := []byte("export default function setup() { /* v2 */ }\n")
 	// The watcher starts in the background: the edit is repeated until the
-	// served bytes change (an edit before the watch begins is not an event).
+	// served bytes change (an edit before the watch begins is not an event)
+	// and the trigger was re-registered (the watcher does that just after
+	// it swaps the bytes, so a look between the two sees no rebind yet).
+	rebinds := func() int { mu.Lock(); defer mu.Unlock(); return len(rebound) }
 	deadline := time.Now().Add(5 * time.Second)
 	for n := 0; time.Now().Before(deadline); n++ {
-		if c, _ := s.Get("code-runner/page.js"); c.Content == string(newJS) {
+		if c, _ := s.Get("code-runner/page.js"); c.Content == string(newJS) && rebinds() > 0 {
 			break
 		}
 		if n%25 == 0 {
