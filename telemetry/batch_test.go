@@ -85,7 +85,7 @@ func endSpans(tp *sdktrace.TracerProvider, n int) {
 // timer runs while nothing is recorded: an idle worker is not woken.
 func TestSpanBatchesWaitOnlyWhileSpansArePending(t *testing.T) {
 	exp := newRecordingExporter()
-	b := newSpanBatcher(exp, 30*time.Millisecond)
+	b := newSpanBatcher(exp, 250*time.Millisecond) // long enough that a loaded machine ends the three spans inside one
 	arms := countArms(b.queue.timer)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
@@ -98,7 +98,7 @@ func TestSpanBatchesWaitOnlyWhileSpansArePending(t *testing.T) {
 	if n := arms(); n != 1 {
 		t.Fatalf("the timer was started %d times for one batch, want 1", n)
 	}
-	time.Sleep(200 * time.Millisecond) // several intervals with nothing recorded
+	time.Sleep(750 * time.Millisecond) // three intervals with nothing recorded
 	if n := arms(); n != 1 {
 		t.Fatalf("the timer was started %d times while idle, want it left stopped", n)
 	}
@@ -287,7 +287,7 @@ func TestSpanBatcherHonoursTheShutdownContext(t *testing.T) {
 func TestLogBatchesWaitOnlyWhileRecordsArePending(t *testing.T) {
 	sink := NewSink("ws://127.0.0.1:1/otel", 16, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer sink.Close(context.Background())
-	b := newLogBatcher(sink, nil, otlpScope{Name: "test"}, 20*time.Millisecond)
+	b := newLogBatcher(sink, nil, otlpScope{Name: "test"}, 250*time.Millisecond) // the two records land in one
 	arms := countArms(b.queue.timer)
 	frames := func() int { return len(sink.queue) }
 	if n := arms(); n != 0 {
@@ -304,7 +304,7 @@ func TestLogBatchesWaitOnlyWhileRecordsArePending(t *testing.T) {
 	if frames() != 1 {
 		t.Fatalf("%d frames queued for two records, want 1", frames())
 	}
-	time.Sleep(150 * time.Millisecond) // several intervals with nothing logged
+	time.Sleep(750 * time.Millisecond) // three intervals with nothing logged
 	if n, f := arms(), frames(); n != 1 || f != 1 {
 		t.Fatalf("while idle: timer started %d times, %d frames; want 1 and 1", n, f)
 	}
