@@ -285,6 +285,67 @@ result = out`
 	}
 }
 
+// A tenant that fills a mount and leaves changes the directory in two ways
+// the wipe does not undo: an ext4 directory keeps the blocks its entries
+// grew it to (st_size), and every change, the reset's own included, moves
+// its ctime. The next tenant's stat of /work and /out — by path, through a
+// descriptor, or through a subdirectory's ".." — reads what a tenant after
+// a clean one reads.
+func TestTheNextTenantCannotTellTheLastOneFilledAMount(t *testing.T) {
+	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
+	if err := r.eng.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	probe := `import os
+out = []
+for p in ('/work', '/out'):
+    fd = os.open(p, os.O_RDONLY)
+    for st in (os.stat(p), os.fstat(fd)):
+        out.append([p, st.st_size, st.st_ctime_ns, st.st_mtime_ns, st.st_atime_ns, st.st_nlink])
+    os.close(fd)
+    for fd in range(3, 16):  # the preopened descriptor among them
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (os.stat(p).st_dev, os.stat(p).st_ino):
+            out.append([p, fd, st.st_size, st.st_ctime_ns, st.st_mtime_ns])
+    os.mkdir(p + '/sub')
+    # This tenant's own mkdir moved the times: only the size is the last
+    # tenant's, and the times must agree with the stat by path.
+    st, by_path = os.stat(p + '/sub/..'), os.stat(p)
+    out.append([p + '/sub/..', st.st_size, (st.st_ctime_ns, st.st_mtime_ns) == (by_path.st_ctime_ns, by_path.st_mtime_ns)])
+    os.rmdir(p + '/sub')
+result = out`
+	see := func(what string) string {
+		t.Helper()
+		r.eng.bg.Wait()
+		waitPooled(t, r)
+		res := r.mustRun(t, probe)
+		if !res.Success {
+			t.Fatalf("probe after %s: %s %s", what, res.Result, res.Stderr)
+		}
+		return string(res.Result)
+	}
+	// The probe makes and removes a subdirectory, so the one before the
+	// filling tenant already had its own changes put back.
+	see("a first tenant")
+	clean := see("a tenant that changed little")
+	fill := `import os
+for i in range(600):
+    open('/work/' + 'w%03d' % i + 'x' * 200, 'w').close()
+for i in range(60):
+    open('/out/' + 'o%02d' % i + 'x' * 200, 'w').close()
+result = len(os.listdir('/work'))`
+	waitPooled(t, r)
+	if res := r.mustRun(t, fill); string(res.Result) != "600" {
+		t.Fatalf("the filling tenant: %s %s", res.Result, res.Stderr)
+	}
+	if after := see("a tenant that filled both mounts"); after != clean {
+		t.Fatalf("after a tenant filled the mounts the next one saw\n%s\nwhere after a clean one it saw\n%s", after, clean)
+	}
+}
+
 // A one-shot's interpreter counts as on its way back to the pool from the
 // moment the runtime is destroyed — not from when the background recycle
 // gets to run, which on a busy worker is later, while the caller borrows

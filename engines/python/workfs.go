@@ -11,6 +11,7 @@ import (
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // Budgets of /work and /out (docs/behaviour.md#python-work).
@@ -57,6 +58,10 @@ type budget struct {
 	// inode) and its times, what settle holds it to.
 	pinned       string
 	atime, mtime time.Time
+	// root is the directory's stat as pin found it, as a guest reads it:
+	// what disguise reports for its size and change time.
+	root    sys.Stat_t
+	rootSet bool
 }
 
 func newBudget(dir, name string, maxBytes int64, maxEntries int) *budget {
@@ -162,15 +167,36 @@ func (b *budget) pin() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pinned, b.atime, b.mtime = identity(st), accessTime(st), st.ModTime()
+	b.root, b.rootSet = sys.NewStat_t(st), true
 	return nil
+}
+
+// disguise makes a guest's stat of the mount's own directory — by path,
+// through a descriptor, or through a subdirectory's ".." — read the size
+// and change time it had when pinned. Neither is put back by a reset: an
+// ext4 directory keeps the blocks its entries once grew it to, and every
+// change moves the change time, the reset's own included, so the real ones
+// would tell the next tenant that the last one filled the mount, and when.
+// The change time shown is the pinned one, or the modification time when
+// that is later (this tenant changed the directory: settle puts the
+// modification time back for the next). Stats of anything else pass as
+// they are.
+func (b *budget) disguise(st *sys.Stat_t) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.rootSet || st.Dev != b.root.Dev || st.Ino != b.root.Ino || st.Ino == 0 {
+		return
+	}
+	st.Size = b.root.Size
+	st.Ctim = max(b.root.Ctim, st.Mtim)
 }
 
 // settle holds the mount's directory itself to what pin recorded, for the
 // next tenant: a tenant can set its times (os.utime: chosen bits the next
 // one's os.stat would read), which settle puts back, or remove it and make
 // another at its path (the guest's preopened descriptor still names the
-// removed one), which is an error: the interpreter must go. Its ctime still
-// tells when it was last changed; that is the one thing left.
+// removed one), which is an error: the interpreter must go. Its size and
+// change time, which cannot be put back, a guest never reads: disguise.
 func (b *budget) settle() error {
 	st, err := os.Lstat(b.dir)
 	if err != nil {
@@ -262,6 +288,25 @@ func (o *openFiles) closeOpened() {
 	}
 }
 
+// Stat is the directory's Stat, with the mount's own directory disguised
+// (budget.disguise).
+func (g *guardedFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	st, errno := g.FS.Stat(path)
+	if errno == 0 {
+		g.b.disguise(&st)
+	}
+	return st, errno
+}
+
+// Lstat is the directory's Lstat, with the mount's own directory disguised.
+func (g *guardedFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	st, errno := g.FS.Lstat(path)
+	if errno == 0 {
+		g.b.disguise(&st)
+	}
+	return st, errno
+}
+
 // Symlink is refused.
 func (g *guardedFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	return experimentalsys.EPERM
@@ -327,6 +372,17 @@ type guardedFile struct {
 
 	closeOnce sync.Once
 	closeErr  experimentalsys.Errno
+}
+
+// Stat is the file's Stat, with the mount's own directory disguised
+// (budget.disguise). The budget's own reads of a file's size use the
+// underlying File's Stat.
+func (f *guardedFile) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	st, errno := f.File.Stat()
+	if errno == 0 {
+		f.b.disguise(&st)
+	}
+	return st, errno
 }
 
 // Close closes the file and stops tracking it.
