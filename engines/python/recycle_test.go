@@ -285,52 +285,68 @@ result = out`
 	}
 }
 
-// A tenant that fills a mount and leaves changes the directory in two ways
-// the wipe does not undo: an ext4 directory keeps the blocks its entries
-// grew it to (st_size), and every change, the reset's own included, moves
-// its ctime. The next tenant's stat of /work and /out — by path, through a
-// descriptor, or through a subdirectory's ".." — reads what a tenant after
-// a clean one reads.
+// A tenant that fills a mount and leaves changes the directory in ways the
+// wipe does not undo: an ext4 directory keeps the blocks its entries grew
+// it to (st_size; 4 KiB → 188 KiB here) and the index over them; and every
+// change, the reset's own included, moves its ctime. The
+// next tenant's look at /work and /out — a stat by path, through a
+// descriptor or through a subdirectory's "..", the order os.listdir gives
+// — reads what a tenant after a clean one reads: an interpreter whose
+// mount grew is not reused, and the change time shown is the snapshot's.
 func TestTheNextTenantCannotTellTheLastOneFilledAMount(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
 	if err := r.eng.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// same: what one interpreter shows every tenant (its directories'
+	// inodes and times); shape: what any interpreter shows after a clean
+	// tenant. The probe changes both mounts itself, as tenants do.
 	probe := `import os
-out = []
+same, shape = [], []
 for p in ('/work', '/out'):
+    ino = os.stat(p).st_ino
     fd = os.open(p, os.O_RDONLY)
     for st in (os.stat(p), os.fstat(fd)):
-        out.append([p, st.st_size, st.st_ctime_ns, st.st_mtime_ns, st.st_atime_ns, st.st_nlink])
+        same.append([p, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_atime_ns])
+        shape.append([p, st.st_size, st.st_nlink])
     os.close(fd)
     for fd in range(3, 16):  # the preopened descriptor among them
         try:
             st = os.fstat(fd)
         except OSError:
             continue
-        if (st.st_dev, st.st_ino) == (os.stat(p).st_dev, os.stat(p).st_ino):
-            out.append([p, fd, st.st_size, st.st_ctime_ns, st.st_mtime_ns])
+        if st.st_ino == ino:
+            same.append([p, fd, st.st_ctime_ns, st.st_mtime_ns])
+            shape.append([p, fd, st.st_size])
+    names = ['n%02d' % i for i in range(20)]
+    for n in names:
+        open(p + '/' + n, 'w').close()
+    shape.append(os.listdir(p))
+    for n in names:
+        os.remove(p + '/' + n)
+    # This tenant's own changes moved the times: the size is what counts,
+    # and the times must agree with the stat by path.
     os.mkdir(p + '/sub')
-    # This tenant's own mkdir moved the times: only the size is the last
-    # tenant's, and the times must agree with the stat by path.
     st, by_path = os.stat(p + '/sub/..'), os.stat(p)
-    out.append([p + '/sub/..', st.st_size, (st.st_ctime_ns, st.st_mtime_ns) == (by_path.st_ctime_ns, by_path.st_mtime_ns)])
+    shape.append([p + '/sub/..', st.st_size, (st.st_ctime_ns, st.st_mtime_ns) == (by_path.st_ctime_ns, by_path.st_mtime_ns)])
     os.rmdir(p + '/sub')
-result = out`
-	see := func(what string) string {
+result = [same, shape]`
+	see := func(what string) (same, shape string) {
 		t.Helper()
 		r.eng.bg.Wait()
 		waitPooled(t, r)
 		res := r.mustRun(t, probe)
-		if !res.Success {
+		var got [2]json.RawMessage
+		if !res.Success || json.Unmarshal(res.Result, &got) != nil {
 			t.Fatalf("probe after %s: %s %s", what, res.Result, res.Stderr)
 		}
-		return string(res.Result)
+		return string(got[0]), string(got[1])
 	}
-	// The probe makes and removes a subdirectory, so the one before the
-	// filling tenant already had its own changes put back.
-	see("a first tenant")
-	clean := see("a tenant that changed little")
+	firstSame, firstShape := see("a first tenant")
+	same, shape := see("a tenant that changed both mounts a little")
+	if same != firstSame || shape != firstShape {
+		t.Fatalf("after a tenant that changed the mounts a little the next one saw\n%s %s\nwhere the one before saw\n%s %s", same, shape, firstSame, firstShape)
+	}
 	fill := `import os
 for i in range(600):
     open('/work/' + 'w%03d' % i + 'x' * 200, 'w').close()
@@ -341,8 +357,8 @@ result = len(os.listdir('/work'))`
 	if res := r.mustRun(t, fill); string(res.Result) != "600" {
 		t.Fatalf("the filling tenant: %s %s", res.Result, res.Stderr)
 	}
-	if after := see("a tenant that filled both mounts"); after != clean {
-		t.Fatalf("after a tenant filled the mounts the next one saw\n%s\nwhere after a clean one it saw\n%s", after, clean)
+	if _, after := see("a tenant that filled both mounts"); after != shape {
+		t.Fatalf("after a tenant filled the mounts the next one saw\n%s\nwhere after a clean one it saw\n%s", after, shape)
 	}
 }
 

@@ -59,7 +59,7 @@ type budget struct {
 	pinned       string
 	atime, mtime time.Time
 	// root is the directory's stat as pin found it, as a guest reads it:
-	// what disguise reports for its size and change time.
+	// the size settle holds it to, the change time disguise reports.
 	root    sys.Stat_t
 	rootSet bool
 }
@@ -172,22 +172,19 @@ func (b *budget) pin() error {
 }
 
 // disguise makes a guest's stat of the mount's own directory — by path,
-// through a descriptor, or through a subdirectory's ".." — read the size
-// and change time it had when pinned. Neither is put back by a reset: an
-// ext4 directory keeps the blocks its entries once grew it to, and every
-// change moves the change time, the reset's own included, so the real ones
-// would tell the next tenant that the last one filled the mount, and when.
-// The change time shown is the pinned one, or the modification time when
-// that is later (this tenant changed the directory: settle puts the
-// modification time back for the next). Stats of anything else pass as
-// they are.
+// through a descriptor, or through a subdirectory's ".." — read the change
+// time it had when pinned. A reset cannot put that back: every change
+// moves it, the reset's own included, so the real one would tell the next
+// tenant when the last one last changed the mount. The change time shown
+// is the pinned one, or the modification time when that is later (this
+// tenant changed the directory: settle puts the modification time back for
+// the next). Stats of anything else pass as they are.
 func (b *budget) disguise(st *sys.Stat_t) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.rootSet || st.Dev != b.root.Dev || st.Ino != b.root.Ino || st.Ino == 0 {
 		return
 	}
-	st.Size = b.root.Size
 	st.Ctim = max(b.root.Ctim, st.Mtim)
 }
 
@@ -195,8 +192,13 @@ func (b *budget) disguise(st *sys.Stat_t) {
 // next tenant: a tenant can set its times (os.utime: chosen bits the next
 // one's os.stat would read), which settle puts back, or remove it and make
 // another at its path (the guest's preopened descriptor still names the
-// removed one), which is an error: the interpreter must go. Its size and
-// change time, which cannot be put back, a guest never reads: disguise.
+// removed one), which is an error: the interpreter must go. So is a
+// directory that is larger than it was: an ext4 directory keeps the blocks
+// its entries once grew it to (and, indexed, the index), so the next tenant
+// would see the last one filled it — in a stat, in what a write to the
+// directory's descriptor is measured against, perhaps in the order of
+// os.listdir. Its change time, which cannot be put back, a guest never
+// reads (disguise).
 func (b *budget) settle() error {
 	st, err := os.Lstat(b.dir)
 	if err != nil {
@@ -206,6 +208,9 @@ func (b *budget) settle() error {
 	defer b.mu.Unlock()
 	if !st.IsDir() || identity(st) != b.pinned {
 		return fmt.Errorf("%s is not the directory it was mounted as", b.name)
+	}
+	if b.rootSet && st.Size() != b.root.Size {
+		return fmt.Errorf("%s grew from %d to %d bytes and stays so emptied", b.name, b.root.Size, st.Size())
 	}
 	if !st.ModTime().Equal(b.mtime) || !accessTime(st).Equal(b.atime) {
 		if err := os.Chtimes(b.dir, b.atime, b.mtime); err != nil {
