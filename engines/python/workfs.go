@@ -405,9 +405,23 @@ func (f *guardedFile) closeFile() experimentalsys.Errno {
 	return f.closeErr
 }
 
+// notWritable is EBADF for a directory, which is never open for writing,
+// so a write or truncation to one fails before it is measured against the
+// budget (what it would admit depends on the directory's size, which is
+// not the guest's to probe) and before it can mark the budget over.
+func (f *guardedFile) notWritable() experimentalsys.Errno {
+	if dir, _ := f.File.IsDir(); dir {
+		return experimentalsys.EBADF
+	}
+	return 0
+}
+
 // Write admits the growth the write causes — none for an overwrite in
 // place — against the budget.
 func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
+	if errno := f.notWritable(); errno != 0 {
+		return 0, errno
+	}
 	off := int64(-1)
 	if f.File.IsAppend() {
 		if st, errno := f.File.Stat(); errno == 0 {
@@ -429,6 +443,9 @@ func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
 
 // Pwrite admits the growth the write causes, like Write.
 func (f *guardedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
+	if errno := f.notWritable(); errno != 0 {
+		return 0, errno
+	}
 	if !f.b.admit(f.growthAt(off, int64(len(p))), 0) {
 		return 0, experimentalsys.EIO
 	}
@@ -447,6 +464,9 @@ func (f *guardedFile) growthAt(off, n int64) int64 {
 }
 
 func (f *guardedFile) Truncate(size int64) experimentalsys.Errno {
+	if errno := f.notWritable(); errno != 0 {
+		return errno
+	}
 	grow := size
 	if st, errno := f.File.Stat(); errno == 0 {
 		grow = size - st.Size

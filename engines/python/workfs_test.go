@@ -85,6 +85,38 @@ func TestBudgetSeesEveryChangeMadeThroughTheMount(t *testing.T) {
 	}
 }
 
+// TestAWriteToADirectoryIsRefusedBeforeTheBudget: a write, positioned
+// write or truncation through a directory's descriptor fails as not open
+// for writing, whatever it asks for, and leaves the budget as it was: it is
+// not measured against the directory's size (which would tell the guest
+// that size) and does not mark the budget over.
+func TestAWriteToADirectoryIsRefusedBeforeTheBudget(t *testing.T) {
+	dir := t.TempDir()
+	b := newBudget(dir, "/work", 1000, 4)
+	b.reset()
+	g := newGuardedFS(b, &openFiles{})
+	d, errno := g.OpenFile(".", experimentalsys.O_RDONLY, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	defer d.Close()
+	for name, try := range map[string]func() experimentalsys.Errno{
+		"write":    func() experimentalsys.Errno { _, e := d.Write([]byte("x")); return e },
+		"pwrite":   func() experimentalsys.Errno { _, e := d.Pwrite([]byte("x"), 1<<30); return e },
+		"truncate": func() experimentalsys.Errno { return d.Truncate(1 << 30) },
+	} {
+		if errno := try(); errno != experimentalsys.EBADF {
+			t.Errorf("%s through a directory's descriptor: %v, want EBADF", name, errno)
+		}
+	}
+	if b.over || b.check() {
+		t.Fatal("writes refused at a directory marked the budget over")
+	}
+	if errno := mountFile(t, g, "a", 900); errno != 0 {
+		t.Fatalf("900 bytes after the refused writes: %v", errno)
+	}
+}
+
 // TestEmptyWipesOnlyWhatCouldHoldSomething: emptying a directory nothing
 // changed in since it was last found empty does not walk it; anything made
 // through the mount since is removed.
