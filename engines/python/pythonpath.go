@@ -86,7 +86,8 @@ func openEntry(p string) (operatorMount, error) {
 
 // plainFiles serves an operator directory through its os.Root, opening
 // only directories and regular files: opening a FIFO or a device would
-// block the guest's open (and a stat, which opens) beyond any kill.
+// block the guest's open (and a stat, which opens) beyond any kill. What
+// it opens shows no access time (quietFile).
 type plainFiles struct{ root *os.Root }
 
 func (p plainFiles) Open(name string) (fs.File, error) {
@@ -100,7 +101,28 @@ func (p plainFiles) Open(name string) (fs.File, error) {
 	if !st.IsDir() && !st.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 	}
-	return p.root.Open(name)
+	f, err := p.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return quietFile{f}, nil
+}
+
+// quietFile is an operator's file whose stat reads its modification time
+// as its access time (withoutAccessTime): every interpreter shares the
+// directory, and a read moves the access time on the host, so the real one
+// would tell a tenant when another imported a package. wazero stats a
+// file of an fs.FS, by path or by descriptor, through its Stat; every
+// other method is the *os.File's.
+type quietFile struct{ *os.File }
+
+// Stat is the file's stat without its access time.
+func (f quietFile) Stat() (fs.FileInfo, error) {
+	st, err := f.File.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return withoutAccessTime(st), nil
 }
 
 // pathKey identifies a python_path value as this host has it: each entry

@@ -3,11 +3,13 @@ package python
 import (
 	"archive/zip"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 )
@@ -182,5 +184,51 @@ result = [out, ok.X]`)
 	}
 	if b, _ := os.ReadFile(filepath.Join(libDir, "ok.py")); string(b) != "X = 1\n" {
 		t.Fatalf("the operator's file changed: %q", b)
+	}
+}
+
+// An operator's directory is shared by every interpreter, and a read of a
+// file in it moves the file's access time on the host (relatime: when it
+// is older than the modification time, or a day old). A guest's stat of
+// such a file — by path, through its descriptor, of the directory — reads
+// the modification time there instead, so one tenant cannot tell when
+// another imported a package.
+func TestOperatorFilesShowNoAccessTimes(t *testing.T) {
+	libDir := filepath.Join(t.TempDir(), "libs")
+	if err := os.MkdirAll(filepath.Join(libDir, "acme"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(libDir, "acme", "__init__.py")
+	if err := os.WriteFile(mod, []byte("X = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An access time older than the modification time: the next read
+	// moves it to now.
+	atime, mtime := time.Unix(946684800, 0), time.Unix(1577836800, 0)
+	for _, p := range []string{mod, filepath.Join(libDir, "acme")} {
+		if err := os.Chtimes(p, atime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRig(t, nil)
+	r.setPythonPath([]string{libDir})
+	res := r.mustRun(t, `import os
+import acme
+open('/pkgs/0/acme/__init__.py').read()
+f = open('/pkgs/0/acme/__init__.py')
+sts = [os.stat('/pkgs/0/acme/__init__.py'), os.fstat(f.fileno()), os.stat('/pkgs/0/acme')]
+result = [[st.st_atime_ns, st.st_mtime_ns] for st in sts]`)
+	var got [][2]int64
+	if err := json.Unmarshal(res.Result, &got); err != nil || len(got) != 3 {
+		t.Fatalf("%s %s", res.Result, res.Stderr)
+	}
+	for i, what := range []string{"stat of the module", "fstat of the module", "stat of its directory"} {
+		if got[i][0] != mtime.UnixNano() || got[i][1] != mtime.UnixNano() {
+			t.Errorf("%s read access time %d, modification time %d; want both %d", what, got[i][0], got[i][1], mtime.UnixNano())
+		}
+	}
+	// The host's access time did move: the disguise is what hides it.
+	if st, err := os.Stat(mod); err == nil && accessTime(st).Equal(atime) {
+		t.Log("the host did not move the access time (a noatime mount?): the test shows less than it could")
 	}
 }
