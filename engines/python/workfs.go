@@ -195,10 +195,11 @@ func (b *budget) disguise(st *sys.Stat_t) {
 // removed one), which is an error: the interpreter must go. So is a
 // directory that is larger than it was: an ext4 directory keeps the blocks
 // its entries once grew it to (and, indexed, the index), so the next tenant
-// would see the last one filled it — in a stat, in what a write to the
-// directory's descriptor is measured against, perhaps in the order of
-// os.listdir. Its change time, which cannot be put back, a guest never
-// reads (disguise).
+// would see in a stat that the last one filled it. On ext4 that is ~170
+// entries with 16-character names in /work: a tenant that makes more costs
+// the next caller a fresh interpreter, as one that grew its memory does.
+// Its change time, which cannot be put back, a guest never reads
+// (disguise).
 func (b *budget) settle() error {
 	st, err := os.Lstat(b.dir)
 	if err != nil {
@@ -406,9 +407,9 @@ func (f *guardedFile) closeFile() experimentalsys.Errno {
 }
 
 // notWritable is EBADF for a directory, which is never open for writing,
-// so a write or truncation to one fails before it is measured against the
-// budget (what it would admit depends on the directory's size, which is
-// not the guest's to probe) and before it can mark the budget over.
+// so a write or truncation to one fails as it would on the host, before it
+// is measured against the budget: a pwrite far past a directory's end was
+// counted as growth and could mark the budget over, ending the turn.
 func (f *guardedFile) notWritable() experimentalsys.Errno {
 	if dir, _ := f.File.IsDir(); dir {
 		return experimentalsys.EBADF

@@ -175,7 +175,14 @@ func TestThePollStopsWhereItDoesNotPay(t *testing.T) {
 		gaveUp := make(chan struct{})
 		sr.gaveUp = func() { close(gaveUp) }
 		defer func() { sr.gaveUp = nil }()
-		go func() { <-gaveUp; w.Write([]byte(want)) }()
+		go func() {
+			select {
+			case <-gaveUp:
+			case <-time.After(10 * time.Second): // a Read that never gives up: write so it ends
+				t.Errorf("the read of %q never stopped polling", want)
+			}
+			w.Write([]byte(want))
+		}()
 		readInto(want)
 	}
 	// soon: the message comes after a while, caught by a poll that lasts
