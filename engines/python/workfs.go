@@ -1,6 +1,10 @@
 package python
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"io/fs"
@@ -59,13 +63,24 @@ type budget struct {
 	pinned       string
 	atime, mtime time.Time
 	// root is the directory's stat as pin found it, as a guest reads it:
-	// the size settle holds it to, the change time disguise reports.
+	// the size settle holds it to, the change time view reports.
 	root    sys.Stat_t
 	rootSet bool
+
+	// inoKey and epoch make the inode numbers a guest reads (mask): the
+	// epoch moves for every tenant (empty, pin), the key is the budget's.
+	inoKey cipher.Block
+	epoch  uint64
 }
 
 func newBudget(dir, name string, maxBytes int64, maxEntries int) *budget {
-	return &budget{dir: dir, name: name, maxBytes: maxBytes, maxEntries: maxEntries}
+	var key [16]byte
+	_, _ = rand.Read(key[:]) // crypto/rand.Read does not fail (it crashes the program first)
+	blk, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic(fmt.Sprintf("aes with a 16-byte key: %v", err)) // cannot happen: 16 bytes is AES-128
+	}
+	return &budget{dir: dir, name: name, maxBytes: maxBytes, maxEntries: maxEntries, inoKey: blk}
 }
 
 // setOnOver sets what is told when the budget is crossed (nil: nobody).
@@ -145,6 +160,7 @@ func (b *budget) empty() error {
 	defer b.mu.Unlock()
 	b.addBytes, b.addEntries = 0, 0
 	b.over = false
+	b.epoch++ // the next tenant's inode numbers (mask)
 	if b.measured && b.gen == b.measuredGen && b.baseBytes == 0 && b.baseEntries == 0 {
 		return nil
 	}
@@ -168,10 +184,46 @@ func (b *budget) pin() error {
 	defer b.mu.Unlock()
 	b.pinned, b.atime, b.mtime = identity(st), accessTime(st), st.ModTime()
 	b.root, b.rootSet = sys.NewStat_t(st), true
+	b.epoch++
 	return nil
 }
 
-// disguise makes a guest's stat of the mount's own directory — by path,
+// view is what a guest reads of a stat under the mount: the mount's own
+// directory disguised, and every inode number masked.
+func (b *budget) view(st *sys.Stat_t) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.disguiseLocked(st)
+	st.Ino = b.maskLocked(st.Ino)
+}
+
+// mask is the inode number a guest reads for the host's ino.
+func (b *budget) mask(ino uint64) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.maskLocked(ino)
+}
+
+// maskLocked turns a host inode number into the one this tenant reads: a
+// keyed permutation of the number and the tenant's epoch. The host's
+// numbers tell of its allocator — ext4 hands out the lowest free inode,
+// passing over recently deleted ones — which the last tenant, and tenants
+// of other interpreters now, moved; masked, a tenant's numbers are
+// consistent among themselves (a file reads the same by path, descriptor
+// and directory listing, two files differ) and tell nothing else. Zero
+// (unknown) stays zero; the result fits a signed 64-bit integer.
+func (b *budget) maskLocked(ino uint64) uint64 {
+	if ino == 0 {
+		return 0
+	}
+	var block [aes.BlockSize]byte
+	binary.LittleEndian.PutUint64(block[:8], ino)
+	binary.LittleEndian.PutUint64(block[8:], b.epoch)
+	b.inoKey.Encrypt(block[:], block[:])
+	return max(binary.LittleEndian.Uint64(block[:8])>>1, 1)
+}
+
+// disguiseLocked makes a guest's stat of the mount's own directory — by path,
 // through a descriptor, or through a subdirectory's ".." — read the change
 // time it had when pinned. A reset cannot put that back: every change
 // moves it, the reset's own included, so the real one would tell the next
@@ -179,9 +231,7 @@ func (b *budget) pin() error {
 // is the pinned one, or the modification time when that is later (this
 // tenant changed the directory: settle puts the modification time back for
 // the next). Stats of anything else pass as they are.
-func (b *budget) disguise(st *sys.Stat_t) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (b *budget) disguiseLocked(st *sys.Stat_t) {
 	if !b.rootSet || st.Dev != b.root.Dev || st.Ino != b.root.Ino || st.Ino == 0 {
 		return
 	}
@@ -199,7 +249,7 @@ func (b *budget) disguise(st *sys.Stat_t) {
 // entries with 16-character names in /work: a tenant that makes more costs
 // the next caller a fresh interpreter, as one that grew its memory does.
 // Its change time, which cannot be put back, a guest never reads
-// (disguise).
+// (view).
 func (b *budget) settle() error {
 	st, err := os.Lstat(b.dir)
 	if err != nil {
@@ -294,21 +344,20 @@ func (o *openFiles) closeOpened() {
 	}
 }
 
-// Stat is the directory's Stat, with the mount's own directory disguised
-// (budget.disguise).
+// Stat is the directory's Stat as a guest reads it (budget.view).
 func (g *guardedFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	st, errno := g.FS.Stat(path)
 	if errno == 0 {
-		g.b.disguise(&st)
+		g.b.view(&st)
 	}
 	return st, errno
 }
 
-// Lstat is the directory's Lstat, with the mount's own directory disguised.
+// Lstat is the directory's Lstat as a guest reads it (budget.view).
 func (g *guardedFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	st, errno := g.FS.Lstat(path)
 	if errno == 0 {
-		g.b.disguise(&st)
+		g.b.view(&st)
 	}
 	return st, errno
 }
@@ -380,15 +429,39 @@ type guardedFile struct {
 	closeErr  experimentalsys.Errno
 }
 
-// Stat is the file's Stat, with the mount's own directory disguised
-// (budget.disguise). The budget's own reads of a file's size use the
-// underlying File's Stat.
+// Stat is the file's Stat as a guest reads it (budget.view). The budget's
+// own reads of a file's size use the underlying File's Stat.
 func (f *guardedFile) Stat() (sys.Stat_t, experimentalsys.Errno) {
 	st, errno := f.File.Stat()
 	if errno == 0 {
-		f.b.disguise(&st)
+		f.b.view(&st)
 	}
 	return st, errno
+}
+
+// Ino is the file's inode number as a guest reads it (budget.mask): wazero
+// lists a directory's "." with it.
+func (f *guardedFile) Ino() (sys.Inode, experimentalsys.Errno) {
+	ino, errno := f.File.Ino()
+	if errno != 0 {
+		return ino, errno
+	}
+	return f.b.mask(ino), 0
+}
+
+// Readdir lists the directory with each entry's inode number as a guest
+// reads it (budget.mask), in a slice of its own.
+func (f *guardedFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	dirents, errno := f.File.Readdir(n)
+	if len(dirents) == 0 {
+		return dirents, errno
+	}
+	out := make([]experimentalsys.Dirent, len(dirents))
+	for i, d := range dirents {
+		d.Ino = f.b.mask(d.Ino)
+		out[i] = d
+	}
+	return out, errno
 }
 
 // Close closes the file and stops tracking it.
