@@ -49,10 +49,11 @@ type fdEntry struct {
 // looking anything up by name again (the lookups, the FS method's call and
 // a map per reset were ~1.5 % of a worker's CPU under 8 callers of one-shots).
 type fdView struct {
-	fsc   reflect.Value // *FSContext
-	masks reflect.Value // its openedFiles.masks, []uint64
-	items reflect.Value // its openedFiles.items, []*FileEntry
-	name  int           // the index of FileEntry's Name field
+	fsc     reflect.Value // *FSContext
+	masks   reflect.Value // its openedFiles.masks, []uint64
+	items   reflect.Value // its openedFiles.items, []*FileEntry
+	name    int           // the index of FileEntry's Name field
+	dirents int           // the index of FileEntry's direntCache field
 }
 
 // newFDView finds the module instance's descriptor table.
@@ -86,7 +87,19 @@ func newFDView(mod api.Module) (*fdView, error) {
 	if !ok || name.Type.Kind() != reflect.String || len(name.Index) != 1 {
 		return nil, errNoFDTable
 	}
-	return &fdView{fsc: fsc, masks: masks, items: items, name: name.Index[0]}, nil
+	dirents, ok := items.Type().Elem().Elem().FieldByName("direntCache")
+	if !ok || dirents.Type.Kind() != reflect.Pointer || len(dirents.Index) != 1 {
+		return nil, errNoFDTable
+	}
+	return &fdView{fsc: fsc, masks: masks, items: items, name: name.Index[0], dirents: dirents.Index[0]}, nil
+}
+
+// listed reports whether descriptor fd, open, was read as a directory
+// through fd_readdir: wazero then keeps a cache of the names (and inode
+// numbers) it read on the entry, and serves a later read with a cookie
+// inside that window from it. The guest must not be running.
+func (v *fdView) listed(fd int32) bool {
+	return !v.items.Index(int(fd)).Elem().Field(v.dirents).IsNil()
 }
 
 // list appends the open descriptors, in ascending order, to out[:0]. The
@@ -168,6 +181,13 @@ func (ip *interp) restoreFDs() error {
 			w := ip.fds[e.fd]
 			if w.entry != e.entry || w.name != e.name {
 				return fmt.Errorf("descriptor %d (%q) is not the one snapshotted", e.fd, e.name)
+			}
+			// A preopen read with fd_readdir keeps the names it read for
+			// the next tenant's reads with a cookie; CPython lists a
+			// directory through a descriptor of its own (opendir), which
+			// the reset closes, so only raw WASI calls get here.
+			if ip.fdView.listed(e.fd) {
+				return fmt.Errorf("descriptor %d (%q) was listed: its listing would reach the next tenant", e.fd, e.name)
 			}
 			kept++
 			continue

@@ -691,6 +691,7 @@ func (ip *interp) reset(ctx context.Context, pagemapFD int) error {
 		if err := b.settle(); err != nil {
 			return err
 		}
+		b.nextTenant()
 	}
 	ip.resetMemoryDenied()
 	return nil

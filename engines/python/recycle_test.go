@@ -289,9 +289,9 @@ result = out`
 // wipe does not undo: an ext4 directory keeps the blocks its entries grew
 // it to (st_size; 4 KiB → 188 KiB here) and the index over them; and every
 // change, the reset's own included, moves its ctime. The
-// next tenant's look at /work and /out — a stat by path, through a
-// descriptor or through a subdirectory's "..", the order os.listdir gives
-// — reads what a tenant after a clean one reads: an interpreter whose
+// next tenant's look at /work and /out — a stat by path (wazero cleans
+// "sub/.." to the directory itself) or through a descriptor, the order
+// os.listdir gives — reads what a tenant after a clean one reads: an interpreter whose
 // mount grew is not reused, and the change time shown is the snapshot's.
 func TestTheNextTenantCannotTellTheLastOneFilledAMount(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
@@ -371,8 +371,9 @@ result = len(os.listdir('/work'))`
 // one after another do not get neighbouring numbers, and the next tenant
 // of the same interpreter, making the same files, reads other numbers.
 // Within a tenant they are consistent: a file reads the same by path, by
-// descriptor and in a listing, the mount the same by path, through its
-// preopened descriptor and through "..", and no two differ in name only.
+// descriptor and in a listing, the mount the same by path and through its
+// preopened descriptor, and no two files share one. Both tenants run on
+// one interpreter, recycled between them.
 func TestInodeNumbersTellATenantNothing(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolPython = 1 })
 	if err := r.eng.WaitReady(context.Background()); err != nil {
@@ -407,6 +408,8 @@ result = {'consistent': consistent, 'roots': roots, 'preopen': preopen, 'inos': 
 		Spread     uint64
 		Distinct   bool
 	}
+	waitPooled(t, r)
+	booted := interpSeq.Load()
 	var tenants []seen
 	for i := 0; i < 2; i++ {
 		r.eng.bg.Wait()
@@ -428,6 +431,9 @@ result = {'consistent': consistent, 'roots': roots, 'preopen': preopen, 'inos': 
 			t.Fatalf("tenant %d: twenty files made in a row got numbers %d apart at most: the host's", i+1, s.Spread)
 		}
 		tenants = append(tenants, s)
+	}
+	if n := interpSeq.Load() - booted; n != 0 {
+		t.Fatalf("%d interpreters booted between the tenants: the second did not get the first one's, recycled", n)
 	}
 	if tenants[0].Roots[0] == tenants[1].Roots[0] {
 		t.Fatalf("both tenants of one interpreter read /work as inode %d", tenants[0].Roots[0])

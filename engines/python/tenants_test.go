@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -109,6 +110,30 @@ func TestDescriptorTableIsReadable(t *testing.T) {
 	want := []string{"stdin", "stdout", "stderr", "/run", pywasm.StdlibDir, pywasm.SitePackagesDir, pywasm.ZoneinfoDir, pywasm.DocDir, "/out", "/work"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("the snapshot's table is %q, want %q", names, want)
+	}
+}
+
+// A preopened directory read with fd_readdir keeps what it read in
+// wazero's listing cache, which a reset cannot clear: the next tenant's read
+// with a cookie would get the last one's names. CPython never does that
+// (it lists through a descriptor of its own), so the test makes the cache
+// as fd_readdir would, and the reset must refuse the interpreter.
+func TestAResetRefusesAPreopenThatWasListed(t *testing.T) {
+	ip := bootSnapshotted(t)
+	if err := ip.reset(context.Background(), -1); err != nil {
+		t.Fatalf("a reset with nothing listed: %v", err)
+	}
+	work := ip.fds[len(ip.fds)-1]
+	if work.name != "/work" {
+		t.Fatalf("the last snapshotted descriptor is %q, want /work", work.name)
+	}
+	entry := reflect.NewAt(ip.fdView.items.Type().Elem().Elem(), work.entry) // *FileEntry, callable
+	out := entry.MethodByName("DirentCache").Call(nil)
+	if errno := out[1].Uint(); errno != 0 || out[0].IsNil() {
+		t.Fatalf("fd_readdir's cache for /work: errno %d", errno)
+	}
+	if err := ip.reset(context.Background(), -1); err == nil || !strings.Contains(err.Error(), "was listed") {
+		t.Fatalf("a reset after /work's preopen was listed: %v, want a refusal", err)
 	}
 }
 

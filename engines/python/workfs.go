@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -62,15 +63,16 @@ type budget struct {
 	// inode) and its times, what settle holds it to.
 	pinned       string
 	atime, mtime time.Time
-	// root is the directory's stat as pin found it, as a guest reads it:
-	// the size settle holds it to, the change time view reports.
-	root    sys.Stat_t
-	rootSet bool
+	// root is the directory's stat as pin found it (nil before): the size
+	// settle holds it to, the change time view reports. Read without mu,
+	// by stats.
+	root atomic.Pointer[sys.Stat_t]
 
 	// inoKey and epoch make the inode numbers a guest reads (mask): the
-	// epoch moves for every tenant (empty, pin), the key is the budget's.
+	// epoch moves for every tenant (nextTenant), the key is the budget's.
+	// Read without mu, by stats.
 	inoKey cipher.Block
-	epoch  uint64
+	epoch  atomic.Uint64
 }
 
 func newBudget(dir, name string, maxBytes int64, maxEntries int) *budget {
@@ -160,7 +162,6 @@ func (b *budget) empty() error {
 	defer b.mu.Unlock()
 	b.addBytes, b.addEntries = 0, 0
 	b.over = false
-	b.epoch++ // the next tenant's inode numbers (mask)
 	if b.measured && b.gen == b.measuredGen && b.baseBytes == 0 && b.baseEntries == 0 {
 		return nil
 	}
@@ -183,59 +184,60 @@ func (b *budget) pin() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pinned, b.atime, b.mtime = identity(st), accessTime(st), st.ModTime()
-	b.root, b.rootSet = sys.NewStat_t(st), true
-	b.epoch++
+	root := sys.NewStat_t(st)
+	b.root.Store(&root)
+	b.nextTenant()
 	return nil
 }
+
+// nextTenant gives the inode numbers the next tenant reads (mask) an epoch
+// of their own. The reset calls it, with the guest parked: numbers never
+// change under a running tenant, nor between the turns of one runtime.
+func (b *budget) nextTenant() { b.epoch.Add(1) }
 
 // view is what a guest reads of a stat under the mount: the mount's own
 // directory disguised, and every inode number masked.
 func (b *budget) view(st *sys.Stat_t) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.disguiseLocked(st)
-	st.Ino = b.maskLocked(st.Ino)
+	b.disguise(st)
+	st.Ino = b.mask(st.Ino)
 }
 
-// mask is the inode number a guest reads for the host's ino.
+// mask turns a host inode number into the one this tenant reads: a keyed
+// pseudorandom function (AES-128, truncated to 63 bits) of the number and
+// the tenant's epoch. The host's numbers tell of its allocator — ext4
+// hands out the lowest free inode, passing over recently deleted ones —
+// which the last tenant, and tenants of other interpreters now, moved;
+// masked, a tenant's numbers are consistent among themselves (a file reads
+// the same by path, descriptor and directory listing; two files collide
+// with odds of about n²/2⁶⁴) and unrelated to another tenant's. What
+// stays: a file made where one was deleted in the same tenant reads the
+// old number when the host reused the inode, as it would on the host.
+// Zero (unknown) stays zero; the result fits a signed 64-bit integer.
 func (b *budget) mask(ino uint64) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.maskLocked(ino)
-}
-
-// maskLocked turns a host inode number into the one this tenant reads: a
-// keyed permutation of the number and the tenant's epoch. The host's
-// numbers tell of its allocator — ext4 hands out the lowest free inode,
-// passing over recently deleted ones — which the last tenant, and tenants
-// of other interpreters now, moved; masked, a tenant's numbers are
-// consistent among themselves (a file reads the same by path, descriptor
-// and directory listing, two files differ) and tell nothing else. Zero
-// (unknown) stays zero; the result fits a signed 64-bit integer.
-func (b *budget) maskLocked(ino uint64) uint64 {
 	if ino == 0 {
 		return 0
 	}
 	var block [aes.BlockSize]byte
 	binary.LittleEndian.PutUint64(block[:8], ino)
-	binary.LittleEndian.PutUint64(block[8:], b.epoch)
+	binary.LittleEndian.PutUint64(block[8:], b.epoch.Load())
 	b.inoKey.Encrypt(block[:], block[:])
 	return max(binary.LittleEndian.Uint64(block[:8])>>1, 1)
 }
 
-// disguiseLocked makes a guest's stat of the mount's own directory — by path,
-// through a descriptor, or through a subdirectory's ".." — read the change
-// time it had when pinned. A reset cannot put that back: every change
+// disguise makes a guest's stat of the mount's own directory — by path,
+// however spelled, or through a descriptor — read the change time it had
+// when pinned. A reset cannot put that back: every change
 // moves it, the reset's own included, so the real one would tell the next
 // tenant when the last one last changed the mount. The change time shown
 // is the pinned one, or the modification time when that is later (this
 // tenant changed the directory: settle puts the modification time back for
 // the next). Stats of anything else pass as they are.
-func (b *budget) disguiseLocked(st *sys.Stat_t) {
-	if !b.rootSet || st.Dev != b.root.Dev || st.Ino != b.root.Ino || st.Ino == 0 {
+func (b *budget) disguise(st *sys.Stat_t) {
+	root := b.root.Load()
+	if root == nil || st.Dev != root.Dev || st.Ino != root.Ino || st.Ino == 0 {
 		return
 	}
-	st.Ctim = max(b.root.Ctim, st.Mtim)
+	st.Ctim = max(root.Ctim, st.Mtim)
 }
 
 // settle holds the mount's directory itself to what pin recorded, for the
@@ -260,8 +262,8 @@ func (b *budget) settle() error {
 	if !st.IsDir() || identity(st) != b.pinned {
 		return fmt.Errorf("%s is not the directory it was mounted as", b.name)
 	}
-	if b.rootSet && st.Size() != b.root.Size {
-		return fmt.Errorf("%s grew from %d to %d bytes and stays so emptied", b.name, b.root.Size, st.Size())
+	if root := b.root.Load(); root != nil && st.Size() != root.Size {
+		return fmt.Errorf("%s grew from %d to %d bytes and stays so emptied", b.name, root.Size, st.Size())
 	}
 	if !st.ModTime().Equal(b.mtime) || !accessTime(st).Equal(b.atime) {
 		if err := os.Chtimes(b.dir, b.atime, b.mtime); err != nil {
@@ -458,7 +460,7 @@ func (f *guardedFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.
 	}
 	out := make([]experimentalsys.Dirent, len(dirents))
 	for i, d := range dirents {
-		d.Ino = f.b.mask(d.Ino)
+		d.Ino = f.b.mask(d.Ino) // lock-free: the epoch moves only while the guest is parked
 		out[i] = d
 	}
 	return out, errno

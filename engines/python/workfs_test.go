@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -114,6 +115,62 @@ func TestAWriteToADirectoryIsRefusedBeforeTheBudget(t *testing.T) {
 	}
 	if errno := mountFile(t, g, "a", 900); errno != 0 {
 		t.Fatalf("900 bytes after the refused writes: %v", errno)
+	}
+}
+
+// TestInodeNumbersAreMaskedAlike: every route by which wazero hands a
+// guest an inode number under the mount — a stat by path, a descriptor's
+// stat, its Ino (a listing's "."), a listing's entries — gives the same
+// masked number for one file, never the host's, and a new tenant's epoch
+// gives other numbers.
+func TestInodeNumbersAreMaskedAlike(t *testing.T) {
+	dir := t.TempDir()
+	b := newBudget(dir, "/work", 1000, 4)
+	b.reset()
+	g := newGuardedFS(b, &openFiles{})
+	if errno := mountFile(t, g, "a", 1); errno != 0 {
+		t.Fatal(errno)
+	}
+	host := func(name string) uint64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(dir, name), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	read := func() (root, file uint64) {
+		t.Helper()
+		d, errno := g.OpenFile(".", experimentalsys.O_RDONLY, 0)
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		defer d.Close()
+		ino, errno := d.Ino()
+		st, errno2 := d.Stat()
+		byPath, errno3 := g.Stat(".")
+		dirents, errno4 := d.Readdir(-1)
+		fileSt, errno5 := g.Lstat("a")
+		if errno|errno2|errno3|errno4|errno5 != 0 || len(dirents) != 1 {
+			t.Fatalf("errnos %v %v %v %v %v, entries %v", errno, errno2, errno3, errno4, errno5, dirents)
+		}
+		if ino != st.Ino || ino != byPath.Ino {
+			t.Fatalf("the directory reads %d by Ino, %d by its stat, %d by path", ino, st.Ino, byPath.Ino)
+		}
+		if dirents[0].Ino != fileSt.Ino {
+			t.Fatalf("the file reads %d in the listing, %d by path", dirents[0].Ino, fileSt.Ino)
+		}
+		if ino == host(".") || fileSt.Ino == host("a") || ino == 0 || fileSt.Ino == 0 {
+			t.Fatalf("the host's numbers (%d, %d) showed: %d, %d", host("."), host("a"), ino, fileSt.Ino)
+		}
+		return ino, fileSt.Ino
+	}
+	root1, file1 := read()
+	if root2, file2 := read(); root2 != root1 || file2 != file1 {
+		t.Fatal("one tenant read two numbers for one file")
+	}
+	b.nextTenant()
+	if root2, file2 := read(); root2 == root1 || file2 == file1 {
+		t.Fatal("the next tenant read the last one's numbers")
 	}
 }
 
