@@ -417,15 +417,16 @@ func (g *guardedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.Fi
 	if errno != 0 {
 		return f, errno
 	}
-	gf := &guardedFile{File: f, b: g.b, open: g.open}
+	gf := &guardedFile{File: f, b: g.b, open: g.open, writable: flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0}
 	g.open.add(gf)
 	return gf, 0
 }
 
 type guardedFile struct {
 	experimentalsys.File
-	b    *budget
-	open *openFiles
+	b        *budget
+	open     *openFiles
+	writable bool // opened for writing (a directory never is)
 
 	closeOnce sync.Once
 	closeErr  experimentalsys.Errno
@@ -481,12 +482,13 @@ func (f *guardedFile) closeFile() experimentalsys.Errno {
 	return f.closeErr
 }
 
-// notWritable is EBADF for a directory, which is never open for writing,
-// so a write or truncation to one fails as it would on the host, before it
-// is measured against the budget: a pwrite far past a directory's end was
-// counted as growth and could mark the budget over, ending the turn.
+// notWritable is EBADF for a file not opened for writing — a directory
+// never is — so a write or truncation through it fails as it would on the
+// host, before it is measured against the budget: a pwrite far past such a
+// file's end was counted as growth and could mark the budget over, ending
+// the turn.
 func (f *guardedFile) notWritable() experimentalsys.Errno {
-	if dir, _ := f.File.IsDir(); dir {
+	if !f.writable {
 		return experimentalsys.EBADF
 	}
 	return 0
