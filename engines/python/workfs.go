@@ -59,13 +59,9 @@ type budget struct {
 	measuredGen uint64 // gen when base* were last measured
 	measured    bool   // base* hold a measurement (false: walk next time)
 
-	// The directory itself as pin found it: which one it is (device and
-	// inode) and its times, what settle holds it to.
-	pinned       string
-	atime, mtime time.Time
-	// root is the directory's stat as pin found it (nil before): the size
-	// settle holds it to, the change time view reports. Read without mu,
-	// by stats.
+	// root is the directory itself as pin found it (nil before): which
+	// one it is (device and inode), its size and times, what settle holds
+	// it to; and the change time view reports. Read without mu, by stats.
 	root atomic.Pointer[sys.Stat_t]
 
 	// inoKey and epoch make the inode numbers a guest reads (mask): the
@@ -181,9 +177,6 @@ func (b *budget) pin() error {
 	if err != nil {
 		return fmt.Errorf("pin %s: %w", b.name, err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.pinned, b.atime, b.mtime = identity(st), accessTime(st), st.ModTime()
 	root := sys.NewStat_t(st)
 	b.root.Store(&root)
 	b.nextTenant()
@@ -253,20 +246,19 @@ func (b *budget) disguise(st *sys.Stat_t) {
 // Its change time, which cannot be put back, a guest never reads
 // (view).
 func (b *budget) settle() error {
-	st, err := os.Lstat(b.dir)
+	info, err := os.Lstat(b.dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.name, err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !st.IsDir() || identity(st) != b.pinned {
+	root, st := b.root.Load(), sys.NewStat_t(info)
+	if root == nil || !info.IsDir() || st.Dev != root.Dev || st.Ino != root.Ino {
 		return fmt.Errorf("%s is not the directory it was mounted as", b.name)
 	}
-	if root := b.root.Load(); root != nil && st.Size() != root.Size {
-		return fmt.Errorf("%s grew from %d to %d bytes and stays so emptied", b.name, root.Size, st.Size())
+	if st.Size != root.Size {
+		return fmt.Errorf("%s grew from %d to %d bytes and stays so emptied", b.name, root.Size, st.Size)
 	}
-	if !st.ModTime().Equal(b.mtime) || !accessTime(st).Equal(b.atime) {
-		if err := os.Chtimes(b.dir, b.atime, b.mtime); err != nil {
+	if st.Mtim != root.Mtim || st.Atim != root.Atim {
+		if err := os.Chtimes(b.dir, time.Unix(0, root.Atim), time.Unix(0, root.Mtim)); err != nil {
 			return fmt.Errorf("put back the times of %s: %w", b.name, err)
 		}
 	}
