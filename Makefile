@@ -13,7 +13,7 @@ WASM_DST     := $(WASM_DIR)/python.wasm
 PKGS_DST     := $(WASM_DIR)/pkgs.zip
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all deps go-deps npm-deps wasm chromium build ui ui-test test go-test e2e vet bench soak clean
+.PHONY: all deps go-deps npm-deps wasm jsenv chromium build ui ui-test test go-test e2e vet bench soak clean
 
 all: build
 
@@ -21,7 +21,7 @@ all: build
 ## the pure-Python package bundle
 ## (CPython built for WASI from pinned, sha256-checked Debian sources; cached),
 ## npm packages (from lock files), and Debian's Chromium for the browser test.
-deps: go-deps npm-deps wasm chromium
+deps: go-deps npm-deps wasm jsenv chromium
 
 go-deps:
 	$(GO) mod download
@@ -67,14 +67,25 @@ $(WASM_DST): deps/cpython/build.sh
 $(PKGS_DST): deps/pypkgs/build.sh
 	deps/pypkgs/build.sh $(WASM_DIR)
 
+# The JavaScript environment (contract §25): the npm packages pinned in
+# deps/jsenv/package-lock.json, installed with `npm ci` and bundled by
+# deps/jsenv/build.mjs (esbuild) into engines/node/jsenv/assets, which the
+# binary embeds. Rebuilt when the lock file, the script or the glue changes.
+JSENV_DST := engines/node/jsenv/assets/units.txt
+jsenv: $(JSENV_DST)
+
+$(JSENV_DST): deps/jsenv/package-lock.json deps/jsenv/build.mjs $(wildcard deps/jsenv/src/*/*.js)
+	cd deps/jsenv && npm ci --no-audit --no-fund
+	cd deps/jsenv && node build.mjs ../../engines/node/jsenv/assets
+
 ## build: ./bin/code-runner with the release version stamped in. It installs
 ## only what building needs (Go modules and the python.wasm build); the test
 ## tools (Chromium, the UI and e2e npm packages) come with `make test`.
-build: go-deps wasm
+build: go-deps wasm jsenv
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/code-runner
 
 ## vet: fails on any Go file gofmt would change, then go vet.
-vet: go-deps wasm
+vet: go-deps wasm jsenv
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path '*/node_modules/*'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change these files (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -108,7 +119,7 @@ e2e: build e2e/node_modules/.stamp
 ## user would pick instead (an isolated-vm / Pyodide iii-sdk worker and
 ## /usr/bin/python3, ./bench), then the per-package figures (node -e,
 ## /usr/bin/python3 -c, a raw WebSocket).
-bench: go-deps wasm bench/peers/node_modules/.stamp
+bench: go-deps wasm jsenv bench/peers/node_modules/.stamp
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./worker/ ./iii/ ./internal/spinread/ ./engines/node/isolatehost/ ./telemetry/
 

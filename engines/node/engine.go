@@ -425,6 +425,10 @@ func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
 		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr, Result: d.Result}, nil
 	case hostproto.StatusError:
 		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr + d.Error + "\n", ExitCode: 1}, nil
+	case hostproto.StatusExit:
+		// process.exit(n ≠ 0): a tenant failure that prints nothing more,
+		// as node's does (contract §25.6).
+		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr, ExitCode: 1}, nil
 	case hostproto.StatusQuota:
 		return core.Outcome{}, core.Errorf(core.CodeResourceExhausted, "%s", d.Error)
 	}
@@ -551,7 +555,7 @@ func (r *runtime) markDead() {
 
 func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 	switch d.Status {
-	case hostproto.StatusOK, hostproto.StatusError, hostproto.StatusQuota, hostproto.StatusMissing, hostproto.StatusThrew, hostproto.StatusParse, hostproto.StatusRefused:
+	case hostproto.StatusOK, hostproto.StatusError, hostproto.StatusExit, hostproto.StatusQuota, hostproto.StatusMissing, hostproto.StatusThrew, hostproto.StatusParse, hostproto.StatusRefused:
 		return d, nil
 	case hostproto.StatusTimeout, hostproto.StatusDiedTimeout:
 		r.markDead()

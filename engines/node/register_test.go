@@ -38,6 +38,11 @@ func TestRegisterFunctionNode(t *testing.T) {
 	for i, src := range []string{
 		"export function handler(p) { return p.n * 2 }",
 		"  export const handler = (p) => p.n * 2",
+		"export default function handler(p) { return p.n * 2 }",
+		"export default (p) => p.n * 2",
+		"module.exports.handler = (p) => p.n * 2",
+		"exports.handler = (p) => p.n * 2",
+		"import _ from 'lodash'\nexport function handler(p: {n: number}): number { return _.multiply(p.n, 2) }",
 		"let handler = async (p) => p.n * 2",
 		"handler = (p) => p.n * 2",
 	} {
@@ -60,8 +65,8 @@ func TestRegisterFunctionNode(t *testing.T) {
 		{"(p) => p.n * 2", "code-runner::invalid_request: handler for shapes::bad threw while being defined: TypeError: source must define handler(payload)"},
 		{"throw new Error('nope')", "code-runner::invalid_request: handler for shapes::bad threw while being defined: Error: nope"},
 		{"function handler(p) {", "code-runner::invalid_request: handler for shapes::bad does not parse: SyntaxError: "},
-		{"export default function handler(p) {}", "code-runner::invalid_request: handler for shapes::bad does not parse: SyntaxError"},
-		{"exports.handler = (p) => 1", "code-runner::invalid_request: handler for shapes::bad threw while being defined: ReferenceError: exports is not defined"},
+		{"export default function handler(p) {", "code-runner::invalid_request: handler for shapes::bad does not parse: SyntaxError"},
+		{"exports.other = (p) => 1", "code-runner::invalid_request: handler for shapes::bad threw while being defined: TypeError: source must define handler(payload)"},
 	}
 	for _, tc := range tests {
 		_, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "shapes::bad", "lang": "node", "source": tc.src})

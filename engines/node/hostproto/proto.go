@@ -76,6 +76,7 @@ const (
 	StatusMemory  = "memory"  // the heap cap was hit; the isolate is dead
 	StatusQuota   = "quota"   // an iii.files quota refusal escaped; error holds its text
 	StatusDead    = "dead"    // the isolate died for another task's kill
+	StatusExit    = "exit"    // a run ended by process.exit / exitCode with a non-zero code
 	// Statuses of the prelude's define and handler tasks (prelude.js
 	// writes the same strings).
 	StatusParse   = "parse"   // the source does not compile; error holds the text

@@ -81,6 +81,9 @@ func (h *host) filesOp(method, arg string) nativeResult {
 	if method == "list" {
 		return s.list()
 	}
+	if method == "rename" {
+		return s.rename(arg)
+	}
 	name, bad := parseFileArgs(method, arg, nil)
 	if bad != nil {
 		return *bad
@@ -92,6 +95,16 @@ func (h *host) filesOp(method, arg string) nativeResult {
 			return *res
 		}
 		return nativeResult{V: strings.ToValidUTF8(string(b), "\uFFFD")}
+	case "stat":
+		// fs.statSync: a regular file's size and modification time.
+		info, err := os.Lstat(filepath.Join(s.dir, name))
+		if err != nil {
+			return fail("no such file in this runtime's scratch directory")
+		}
+		if !info.Mode().IsRegular() {
+			return fail("that scratch entry is not a regular file")
+		}
+		return nativeResult{V: map[string]any{"size": info.Size(), "mtime_ms": info.ModTime().UnixMilli()}}
 	case "remove":
 		err := os.Remove(filepath.Join(s.dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -147,6 +160,37 @@ func (h *host) filesWrite(arg, contents string) nativeResult {
 		data = binaryStringToBytes(contents)
 	}
 	return h.writeFile(name, data)
+}
+
+// rename moves one scratch file to another name (fs.renameSync), replacing
+// a file of that name; both names follow the iii.files rules.
+func (s *scratch) rename(arg string) nativeResult {
+	var req struct {
+		From json.RawMessage `json:"from"`
+		To   json.RawMessage `json:"to"`
+	}
+	if err := json.Unmarshal([]byte(arg), &req); err != nil {
+		return fail("malformed rename request: %v", err)
+	}
+	from, bad := checkName("rename", req.From, "string")
+	if bad != nil {
+		return *bad
+	}
+	to, bad := checkName("rename", req.To, "string")
+	if bad != nil {
+		return *bad
+	}
+	src, dst := filepath.Join(s.dir, from), filepath.Join(s.dir, to)
+	if info, err := os.Lstat(src); err != nil || !info.Mode().IsRegular() {
+		return fail("no such file in this runtime's scratch directory")
+	}
+	if info, err := os.Lstat(dst); err == nil && !info.Mode().IsRegular() {
+		return fail("that scratch entry is not a regular file")
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fail("could not rename %q in this runtime's scratch directory", from)
+	}
+	return nativeResult{V: nil}
 }
 
 func (s *scratch) usage(except string) (bytes, files int64) {

@@ -7,6 +7,7 @@ import (
 	"github.com/code-runner-go/code-runner/limits"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -67,7 +68,11 @@ func RunHost(in HostInput, out io.Writer) int {
 		tasks: map[int64]*hostTask{},
 		calls: map[int64]bool{},
 		mem:   newSelfMemory(),
+
+		callOwner: map[int64]int64{},
+		unitCache: map[string][]byte{},
 	}
+	h.dropTimers()
 	h.procs = runtime.GOMAXPROCS(0)
 	h.procsNow = h.procs
 	h.guard = &guard{
@@ -112,6 +117,7 @@ type host struct {
 	iso       *v8.Isolate
 	ctx       *v8.Context
 	api       *v8.Object
+	requireFn *v8.Value // the prelude's require, passed to every run
 	heapLimit uint64
 	namespace string
 	files     *scratch
@@ -153,6 +159,29 @@ type host struct {
 	// with one); procsNow what it runs with (keptProcs while bound to a
 	// kept runtime).
 	procs, procsNow int
+
+	// The JavaScript environment (env.go, timers.go): owner is the task
+	// the running guest code works for; callOwner the task each pending
+	// iii.trigger call was made for; held the finished tasks waiting for
+	// their timers; uncaught the first uncaught error of each task.
+	owner      int64
+	callOwner  map[int64]int64
+	timers     *timerState
+	held       map[int64]doneRecord
+	uncaught   map[int64]string
+	exitReq    *exitRequest
+	exitCode   int
+	kept       bool
+	origin     time.Time // performance.now()'s zero (monotonic)
+	originWall time.Time // performance.timeOrigin
+	// unitCache holds V8's code cache of each unit this process compiled
+	// (compiled code only, never state); pendingCaches the units first
+	// compiled in the current entry.
+	unitCache     map[string][]byte
+	pendingCaches []pendingCache
+	// lastIO is when the loop last looked at its input while timers kept
+	// it busy.
+	lastIO time.Time
 
 	// vals are the V8 values the host created or received during the
 	// current entry; they are released when it ends (v8go keeps every value
@@ -204,8 +233,25 @@ func (h *host) next() (*hostproto.Msg, error) {
 	if tk := h.earliest(); tk != nil {
 		next = tk.deadline
 	}
+	if due := h.nextTimerDue(); !due.IsZero() && (next.IsZero() || due.Before(next)) {
+		next = due
+		if !due.After(time.Now()) {
+			// A timer is due: give the input a moment first once a
+			// millisecond, so replies and new tasks are not starved by a
+			// busy interval.
+			if time.Since(h.lastIO) < time.Millisecond {
+				return nil, errTimerDue
+			}
+			h.lastIO = time.Now()
+			next = time.Now().Add(20 * time.Microsecond)
+		}
+	}
 	return h.readUntil(next)
 }
+
+// errTimerDue is next's answer when a timer is due and the input was
+// looked at moments ago.
+var errTimerDue = os.ErrDeadlineExceeded
 
 // earliest returns the active task with the nearest deadline, or nil.
 func (h *host) earliest() *hostTask {
@@ -222,9 +268,12 @@ func (h *host) loop() int {
 	for {
 		m, err := h.next()
 		if err != nil {
-			if os.IsTimeout(err) {
+			if os.IsTimeout(err) || err == errTimerDue {
 				if h.expireIdle() {
 					return 0
+				}
+				if code, exit := h.fireTimers(); exit {
+					return code
 				}
 				continue
 			}
@@ -287,12 +336,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated, h.detached = 0, 0, false, 0
 		return h.enter(func() error {
-			v, err := h.ctx.RunScript("(async () => {"+m.Code+"\n})()", "code.js")
-			if err != nil {
-				return err
-			}
-			h.keep(v)
-			return h.call("track", h.num(m.Task), v)
+			return h.runMain(m.Task, m.Code)
 		}, m.Task)
 	case "invoke":
 		h.startTask(m, "invoke")
@@ -317,13 +361,18 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		}
 		delete(h.calls, m.Call)
 		h.inflight--
-		return h.enter(func() error {
+		owner := h.callOwner[m.Call]
+		delete(h.callOwner, m.Call)
+		if _, ok := h.tasks[owner]; !ok {
+			owner = 0
+		}
+		return h.enterAs(owner, func() error {
 			text := string(m.Value)
 			if !m.OK {
 				text = m.Error
 			}
 			return h.call("settle", h.num(m.Call), h.boolean(m.OK), h.str(text))
-		}, 0)
+		})
 	case "reset":
 		// Recycle this process for another runtime: a brand-new isolate,
 		// nothing of the previous runtime's state kept. The new one is
@@ -337,6 +386,9 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.tasks = map[int64]*hostTask{}
 		h.runTask, h.inflight, h.detached = 0, 0, 0
 		h.calls = map[int64]bool{}
+		h.callOwner = map[int64]int64{}
+		h.dropTimers()
+		h.exitReq, h.exitCode, h.owner = nil, 0, 0
 		h.memLimitKB.Store(0)
 		h.lastBudget, h.maxBudget = 0, 0
 		h.stdout.Reset()
@@ -375,6 +427,7 @@ const keptProcs = 2
 // the host started with and waits on the runtime's poller, as a one-shot
 // host always did.
 func (h *host) setKept(kept bool) {
+	h.kept = kept
 	n := h.procs
 	if kept {
 		n = max(h.procs, keptProcs)
@@ -416,6 +469,7 @@ func (h *host) detachedBudget() time.Duration {
 // pooled host can do before it is handed to a runtime.
 func (h *host) init(heapMB int64, filesOn bool) error {
 	h.heapLimit = uint64(heapMB) << 20
+	h.origin, h.originWall = time.Now(), time.Now()
 	h.iso = v8.NewIsolate(v8.WithResourceConstraints(0, h.heapLimit))
 	h.ctx = v8.NewContext(h.iso)
 	native := v8.NewFunctionTemplate(h.iso, h.native)
@@ -440,12 +494,12 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 	}
 	// Warm the paths every run takes (script compile, track, takeDone) so the
 	// first tenant run does not pay for their lazy compilation.
-	if v, err := h.ctx.RunScript("(async () => {\n})()", "warmup.js"); err == nil {
-		h.keep(v)
-		_ = h.call("track", h.num(0), v)
-		if d, err := h.api.MethodCall("takeDone"); err == nil {
-			h.keep(d)
-		}
+	if req, err := h.api.Get("require"); err == nil {
+		h.requireFn = req // kept for the isolate's life
+	}
+	_ = h.runMain(0, "")
+	if d, err := h.api.MethodCall("takeDone"); err == nil {
+		h.keep(d)
 	}
 	h.releaseValues()
 	if h.preludeCache == nil && !h.noPreludeCache {
@@ -466,10 +520,10 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 func (h *host) compilePrelude() (*v8.UnboundScript, error) {
 	h.preludeCached = false
 	if h.preludeCache == nil {
-		return h.iso.CompileUnboundScript(preludeSource, "prelude.js", v8.CompileOptions{})
+		return h.iso.CompileUnboundScript(preludeSource, "node:internal/code-runner", v8.CompileOptions{})
 	}
 	cd := &v8.CompilerCachedData{Bytes: h.preludeCache}
-	script, err := h.iso.CompileUnboundScript(preludeSource, "prelude.js", v8.CompileOptions{CachedData: cd})
+	script, err := h.iso.CompileUnboundScript(preludeSource, "node:internal/code-runner", v8.CompileOptions{CachedData: cd})
 	if err != nil {
 		return nil, err
 	}
@@ -542,6 +596,23 @@ func (h *host) boolean(b bool) *v8.Value {
 // isolate, and the host exits; so does guest memory over the cap at the end
 // of an entry.
 func (h *host) enter(fn func() error, task int64) (int, bool) {
+	return h.enterAs(task, func() error {
+		err := fn()
+		if err != nil && task != 0 && !isTermination(err) {
+			// Thrown straight out of a compile or the wrapper (a
+			// SyntaxError): the task's failure.
+			h.uncaughtError(jsErrorText(err))
+			return nil
+		}
+		return err
+	})
+}
+
+// enterAs is enter for guest work done for owner (0: detached work): the
+// timers it arms belong to owner, and an exception nothing caught fails
+// owner. A task that finished waits here while a ref'd timer it owns is
+// pending (contract §25.2); process.exit ends its task at once.
+func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 	earliest := h.earliest()
 	deadline := time.Now().Add(h.detachedBudget())
 	if earliest != nil {
@@ -554,17 +625,17 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 	if earliest == nil {
 		code = hostproto.ExitDetached
 	}
+	h.owner = owner
 	h.guard.arm(deadline)
 	err := fn()
+	exit := h.exitReq
+	h.exitReq = nil
 	recs, cerr := h.takeDone()
 	fired := h.guard.disarm()
+	h.owner = 0
 	// From here on only the host's own Go code runs: the records are
-	// reported (a big result's frame can take a while) unguarded.
-	if err != nil && task != 0 && !isTermination(err) {
-		if _, ok := h.tasks[task]; ok {
-			h.finish(task, hostproto.StatusError, jsErrorText(err), nil)
-		}
-	}
+	// reported (a big result's frame can take a while) unguarded. The
+	// kills come first: a process.exit that raced a deadline is a timeout.
 	switch {
 	case fired == firedDeadline && earliest != nil:
 		h.releaseValues()
@@ -583,20 +654,71 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 		h.die(hostproto.StatusMemory, 0)
 		return code, true
 	}
+	if exit != nil && isTermination(err) {
+		err = nil // our own stop, not the heap cap
+	}
 	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) || isTermination(cerr) {
 		h.releaseValues()
 		h.die(hostproto.StatusMemory, 0)
 		return code, true
 	}
-	for _, r := range recs {
-		if r.status == hostproto.StatusOK {
-			h.finish(r.task, hostproto.StatusOK, "", json.RawMessage(r.text))
-		} else {
-			h.finish(r.task, r.status, r.text, nil)
-		}
+	if exit != nil {
+		h.exitTask(exit)
 	}
+	for _, r := range recs {
+		if msg, ok := h.uncaught[r.task]; ok {
+			r = doneRecord{task: r.task, status: hostproto.StatusError, text: msg}
+		}
+		if r.status == hostproto.StatusOK && h.timerHolds(r.task) {
+			h.held[r.task] = r
+			continue
+		}
+		h.report(r)
+	}
+	// An uncaught error ends its task now, whatever it was waiting for.
+	for task, msg := range h.uncaught {
+		delete(h.uncaught, task)
+		delete(h.held, task)
+		h.finish(task, hostproto.StatusError, msg, nil)
+	}
+	h.releaseHeld()
+	h.makeCaches()
 	h.releaseValues()
 	return 0, false
+}
+
+// report answers one finished task.
+func (h *host) report(r doneRecord) {
+	if r.status == hostproto.StatusOK && h.exitCode != 0 && r.task == h.runTask {
+		// process.exitCode = n: the run fails as if it had called exit(n).
+		h.exitTask(&exitRequest{task: r.task, code: h.exitCode})
+		return
+	}
+	if r.status == hostproto.StatusOK {
+		h.finish(r.task, hostproto.StatusOK, "", json.RawMessage(r.text))
+	} else {
+		h.finish(r.task, r.status, r.text, nil)
+	}
+}
+
+// exitTask ends the task process.exit (or exitCode) was called for: code
+// 0 succeeds with a null result, any other code is a failure. Detached
+// work's exit ends nothing but that work.
+func (h *host) exitTask(ex *exitRequest) {
+	h.exitCode = 0
+	if _, ok := h.tasks[ex.task]; !ok || ex.task == 0 {
+		return
+	}
+	delete(h.held, ex.task)
+	delete(h.uncaught, ex.task)
+	switch {
+	case ex.code == 0:
+		h.finish(ex.task, hostproto.StatusOK, "", json.RawMessage("null"))
+	case ex.task == h.runTask:
+		h.finish(ex.task, hostproto.StatusExit, exitText(ex.code), nil)
+	default:
+		h.finish(ex.task, hostproto.StatusError, exitText(ex.code), nil)
+	}
 }
 
 // memoryOver reports whether the guest holds more memory than its cap.
@@ -678,6 +800,10 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 		text = capsfilter.StreamCap(text, capsfilter.Stderr, errorTextBudget)
 	}
 	m := &hostproto.Msg{T: "done", Task: task, Status: status, Error: text, Result: result}
+	if task == h.runTask && !h.kept {
+		// A one-shot's timers go with its isolate (contract §25.2).
+		h.dropTimers()
+	}
 	if task == h.runTask {
 		if h.truncated {
 			h.stderr.WriteString(consoleNote + "\n")
@@ -703,6 +829,9 @@ func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
 	if op == "log" {
 		h.console(arg)
 		return nil
+	}
+	if v, ok := h.envOp(op, args); ok {
+		return v
 	}
 	var res nativeResult
 	switch {
@@ -841,6 +970,7 @@ func (h *host) trigger(arg string) nativeResult {
 	h.nextCall++
 	id := h.nextCall
 	h.calls[id] = true
+	h.callOwner[id] = h.activeOwner()
 	h.inflight++
 	var dl, task int64
 	if tk := h.currentTask(); tk != nil {
@@ -897,11 +1027,7 @@ func orEmptyObject(s string) string {
 // prelude call it and register the handler (docs/behaviour.md#register-node-source).
 func (h *host) define(m *hostproto.Msg) (int, bool) {
 	return h.enter(func() error {
-		src := m.Code
-		v, err := h.ctx.RunScript("(function (handler) {"+src+"\n;return handler;\n})", "source.js")
-		if err != nil && strings.Contains(err.Error(), "has already been declared") {
-			v, err = h.ctx.RunScript("(function () {"+src+"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
-		}
+		v, err := h.compileSource(m.Code)
 		if err != nil {
 			h.finish(m.Task, hostproto.StatusParse, jsErrorText(err), nil)
 			return nil
@@ -909,4 +1035,108 @@ func (h *host) define(m *hostproto.Msg) (int, bool) {
 		_, err = h.api.MethodCall("define", h.num(m.Task), h.str(m.FunctionID), v, h.str(string(orNull(m.Payload))))
 		return err
 	}, m.Task)
+}
+
+// runHead opens a run's wrapper: the code is the body of an async arrow
+// taking CommonJS's names (contract §4.2, §25.5), on the same line as the
+// code's first line so that line numbers stay the tenant's.
+const runHead = "(async (exports, require, module, __filename, __dirname) => {"
+
+// runMain runs a run's code as node's main module: the compiled arrow is
+// called with (exports, require, module, __filename, __dirname) and its
+// promise tracked as task.
+func (h *host) runMain(task int64, code string) error {
+	fnv, err := h.compileRun(code)
+	if err != nil {
+		return err
+	}
+	fn, err := fnv.AsFunction()
+	if err != nil {
+		return err
+	}
+	mod, err := h.api.MethodCall("mainModule")
+	if err != nil {
+		return err
+	}
+	h.keep(mod)
+	modObj, err := mod.AsObject()
+	if err != nil {
+		return err
+	}
+	exports, err := modObj.Get("exports")
+	if err != nil {
+		return err
+	}
+	h.keep(exports)
+	p, err := fn.Call(v8.Undefined(h.iso), exports, h.requireFn, mod, h.str("/scratch/<code>"), h.str("/scratch"))
+	if err != nil {
+		return err
+	}
+	h.keep(p)
+	return h.call("track", h.num(task), p)
+}
+
+// compileRun compiles a run's code as plain JavaScript, or after the
+// transform when it uses module syntax, TypeScript or a dynamic import.
+func (h *host) compileRun(code string) (*v8.Value, error) {
+	return h.compileWith(code, func(src string) (*v8.Value, error) {
+		return h.ctx.RunScript(runHead+src+"\n})", "code.js")
+	})
+}
+
+// compileSource compiles a register_function source as a factory that
+// leaves `handler` (or exports it); the prelude's define calls it.
+func (h *host) compileSource(code string) (*v8.Value, error) {
+	return h.compileWith(code, func(src string) (*v8.Value, error) {
+		v, err := h.ctx.RunScript("(function (handler, exports, require, module) {"+src+"\n;return handler;\n})", "source.js")
+		if err != nil && strings.Contains(err.Error(), "has already been declared") {
+			v, err = h.ctx.RunScript("(function (_handler, exports, require, module) {"+src+"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
+		}
+		return v, err
+	})
+}
+
+// dynamicImport finds a dynamic import(), which V8 cannot resolve here
+// (v8go exposes no host import hook): such code is transformed.
+var dynamicImport = regexp.MustCompile(`\bimport\s*\(`)
+
+// compileWith compiles code with compile; when that fails with a
+// SyntaxError, or the code uses import(), the prelude's transform (sucrase,
+// run inside this isolate under the entry's deadline) rewrites it first.
+// A transform that fails too gives V8's own error for code with no module
+// or TypeScript syntax, else the transformer's.
+func (h *host) compileWith(code string, compile func(string) (*v8.Value, error)) (*v8.Value, error) {
+	var v8err error
+	if !dynamicImport.MatchString(code) {
+		v, err := compile(code)
+		if err == nil {
+			h.keep(v)
+			return v, nil
+		}
+		if !strings.HasPrefix(jsErrorText(err), "SyntaxError") {
+			return nil, err
+		}
+		v8err = err
+	}
+	t, err := h.api.MethodCall("transform", h.str(code), h.str("<code>"))
+	if err != nil {
+		return nil, err
+	}
+	h.keep(t)
+	out := t.String()
+	if strings.HasPrefix(out, "\x00") {
+		if out == "\x00" && v8err != nil {
+			return nil, v8err
+		}
+		if out == "\x00" {
+			out = "\x00SyntaxError: the code does not compile"
+		}
+		return nil, errors.New(out[1:])
+	}
+	v, err := compile(out)
+	if err != nil {
+		return nil, err
+	}
+	h.keep(v)
+	return v, nil
 }

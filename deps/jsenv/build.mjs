@@ -1,0 +1,99 @@
+// Bundles the JavaScript environment (contract §25) into units the isolate
+// host compiles lazily, on first touch:
+//
+//   node build.mjs OUT_DIR
+//
+// Every unit is one file, OUT_DIR/<name>.js, holding one function expression
+//   (function (module, exports, require, __cr) { … })
+// made by esbuild from an entry in src/ (our glue) or from a built-in
+// package's own entry point. Node's built-in module names stay external in
+// every bundle, so `require("buffer")` inside the assert package reaches the
+// same Buffer the tenant gets. OUT_DIR/units.txt lists the unit names, one
+// per line, and OUT_DIR/packages.txt the built-in packages with their
+// versions (the README, the guidance and MODULE_NOT_FOUND name them).
+import * as esbuild from 'esbuild';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const out = path.resolve(process.argv[2] || path.join(here, 'out'));
+
+// Node's built-in modules we provide (src/node/<name>.js) and every other
+// name node has, which `require` refuses with ERR_CODE_RUNNER_UNAVAILABLE.
+const provided = ['assert', 'assert/strict', 'buffer', 'events', 'util', 'util/types', 'path', 'path/posix',
+  'url', 'querystring', 'string_decoder', 'punycode', 'crypto', 'zlib', 'timers', 'timers/promises',
+  'stream', 'stream/promises', 'os', 'perf_hooks', 'fs', 'fs/promises', 'process'];
+
+// The built-in npm packages (contract §25.4) and the subpaths bundled as
+// units of their own. A subpath of lodash or date-fns that names one of
+// the main export's functions (lodash/map, date-fns/addDays) resolves to
+// that function at run time and needs no unit.
+const packages = ['lodash', 'date-fns', 'dayjs', 'zod', 'yaml', 'papaparse', 'marked', 'decimal.js', 'uuid',
+  'ajv', 'mathjs', 'fast-xml-parser', 'diff', 'semver'];
+const subpaths = ['lodash/fp', 'date-fns/locale', 'date-fns/fp', 'semver/functions/satisfies'];
+for (const dir of ['plugin', 'locale']) {
+  for (const f of fs.readdirSync(path.join(here, 'node_modules/dayjs', dir))) {
+    if (f.endsWith('.js')) subpaths.push('dayjs/' + dir + '/' + f.slice(0, -3));
+  }
+}
+
+// Our own entries: src/node/*.js are the built-ins, src/internal/*.js the
+// pieces behind lazy globals (URL, TextEncoder, structuredClone, …).
+const entries = [];
+for (const name of provided) entries.push({ unit: 'node/' + name, file: path.join(here, 'src/node', name.replace('/', '_') + '.js') });
+for (const f of fs.readdirSync(path.join(here, 'src/internal'))) {
+  entries.push({ unit: 'internal/' + f.slice(0, -3), file: path.join(here, 'src/internal', f) });
+}
+for (const name of [...packages, ...subpaths]) {
+  entries.push({ unit: 'pkg/' + name, contents: 'module.exports = require(' + JSON.stringify(name) + ');' });
+}
+
+const builtinRe = /^(node:)?(assert|buffer|events|util|path|url|querystring|string_decoder|punycode|crypto|zlib|timers|stream|os|perf_hooks|fs|process)(\/.*)?$/;
+
+// builtins keeps node's module names external, except inside the entry
+// that implements that name (src/node/util.js bundles the npm `util`).
+function builtins(own) {
+  return {
+    name: 'builtins',
+    setup(build) {
+      build.onResolve({ filter: builtinRe }, (args) => {
+        const m = builtinRe.exec(args.path);
+        let sub = m[3] || '';
+        if (sub === '/') sub = '';
+        const name = m[2] + sub;
+        if (!m[1] && own === m[2] && sub === '' && args.importer.startsWith(path.join(here, 'src'))) {
+          return undefined; // the npm package of the same name
+        }
+        if (!provided.includes(name) && !m[1]) return undefined; // e.g. util/util.js: a file of the npm package
+        return { path: name, external: true };
+      });
+    },
+  };
+}
+
+// Everything but the README (committed, so the embed has a file) is made anew.
+fs.mkdirSync(out, { recursive: true });
+for (const f of fs.readdirSync(out)) if (f !== 'README.md') fs.rmSync(path.join(out, f), { recursive: true, force: true });
+const units = [];
+for (const e of entries) {
+  const own = e.unit.startsWith('node/') ? e.unit.slice(5) : '';
+  const r = await esbuild.build({
+    ...(e.file ? { entryPoints: [e.file] } : { stdin: { contents: e.contents, resolveDir: here, sourcefile: e.unit + '.js' } }),
+    bundle: true, write: false, format: 'cjs', platform: 'browser', target: 'es2022',
+    mainFields: ['main', 'module'], conditions: ['require', 'default'],
+    minifyWhitespace: true, minifySyntax: true, legalComments: 'none', logLevel: 'error',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    plugins: [builtins(own)],
+  });
+  const code = r.outputFiles[0].text;
+  const file = path.join(out, e.unit + '.js');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, '(function (module, exports, require, __cr) {' + code + '\n})');
+  units.push(e.unit);
+}
+fs.writeFileSync(path.join(out, 'units.txt'), units.sort().join('\n') + '\n');
+const versions = packages.map((p) => p + ' ' + JSON.parse(fs.readFileSync(path.join(here, 'node_modules', p, 'package.json'), 'utf8')).version);
+fs.writeFileSync(path.join(out, 'packages.txt'), versions.join('\n') + '\n');
+let total = 0;
+for (const u of units) total += fs.statSync(path.join(out, u + '.js')).size;
+console.log(`jsenv: ${units.length} units, ${(total / 1048576).toFixed(1)} MiB, in ${out}`);

@@ -1,0 +1,28 @@
+// The host's hashes and randomness (Go's crypto), shared by node:crypto
+// and the global crypto.
+const native = __cr.native;
+function bin(u8) {
+  let s = '';
+  for (let i = 0; i < u8.length; i += 8192) s += String.fromCharCode.apply(null, u8.subarray(i, i + 8192));
+  return s;
+}
+function bytes(s) {
+  const u = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
+  return u;
+}
+function answer(r) {
+  if (r.length > 0 && r.charCodeAt(0) === 1) return bytes(r.slice(1));
+  const a = JSON.parse(r);
+  const e = new Error(a.e);
+  if (a.c) e.code = a.c;
+  throw e;
+}
+exports.random = (n) => answer(native('crypto.random', String(n)));
+// digest hashes data (Uint8Array) with alg (node's name, e.g. sha256);
+// with key, an HMAC.
+exports.digest = (alg, data, key) => answer(native('crypto.hash', key === undefined ? alg : alg + '\u0000' + bin(key), bin(data)));
+exports.pbkdf2 = (password, salt, iterations, keylen, digest) =>
+  answer(native('crypto.pbkdf2', JSON.stringify({ digest, iterations, keylen, salt: bin(salt) }), bin(password)));
+exports.bin = bin;
+exports.bytes = bytes;

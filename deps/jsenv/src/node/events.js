@@ -1,0 +1,2 @@
+// node:events — the browserify events package.
+module.exports = require('events');

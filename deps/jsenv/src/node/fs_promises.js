@@ -1,0 +1,1 @@
+module.exports = __cr.unit('internal/fs').promises;

@@ -1,0 +1,1 @@
+module.exports = { performance: globalThis.performance, PerformanceObserver: class PerformanceObserver { observe() {} disconnect() {} } };

@@ -1,0 +1,387 @@
+package node
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/code-runner-go/code-runner/configsvc"
+)
+
+// The machine's node (20) is the oracle for the JavaScript environment
+// (contract §25): each snippet runs in the sandbox and under node as the
+// body of an async function in a CommonJS module, and stdout and the
+// result must be the same.
+
+// nativeNode runs code under the machine's node and returns its stdout
+// and the completion value as JSON (null as the sandbox maps it).
+func nativeNode(t *testing.T, code string) (stdout, result string) {
+	t.Helper()
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("the differential tests need the machine's node (20) on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	resPath := filepath.Join(dir, "result.json")
+	script := `const __fs = require("fs");
+let __out = "null";
+process.on("exit", () => __fs.writeFileSync(` + jsonString(resPath) + `, __out));
+(async (exports, require, module, __filename, __dirname) => {` + code + `
+})(exports, require, module, __filename, __dirname).then((v) => {
+  try { const s = JSON.stringify(v); __out = s === undefined ? "null" : s; } catch (_) { __out = "null"; }
+}, (e) => { console.error(e && e.stack || String(e)); process.exitCode = 1; });
+`
+	file := filepath.Join(dir, "main.js")
+	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, file)
+	cmd.Dir = dir
+	// The built-in packages resolve to the very files the build bundled.
+	modules, _ := filepath.Abs("../../deps/jsenv/node_modules")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TZ=UTC", "LANG=C.UTF-8", "NODE_PATH=" + modules}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node failed on the oracle snippet: %v\n%s", err, stderr)
+	}
+	b, err := os.ReadFile(resPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), string(b)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// sameAsNode runs code in the sandbox and under node and compares.
+func sameAsNode(t *testing.T, r *rig, code string) {
+	t.Helper()
+	wantOut, wantRes := nativeNode(t, code)
+	res, err := r.run(t, map[string]any{"lang": "node", "code": code, "timeout_ms": 20000})
+	if err != nil {
+		t.Fatalf("sandbox: %v", err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("sandbox failed: %s", res.Stderr)
+	}
+	got := string(res.Result)
+	if got == "" {
+		got = "null"
+	}
+	if res.Stdout != wantOut {
+		t.Errorf("stdout differs from node's\n--- sandbox\n%s\n--- node\n%s", res.Stdout, wantOut)
+		diffLines(t, res.Stdout, wantOut)
+	}
+	if got != wantRes {
+		t.Errorf("result differs from node's\n--- sandbox\n%s\n--- node\n%s", got, wantRes)
+	}
+}
+
+func diffLines(t *testing.T, got, want string) {
+	t.Helper()
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			t.Errorf("first difference at line %d:\n sandbox: %q\n    node: %q", i+1, a, b)
+			return
+		}
+	}
+}
+
+// consoleValues are the values whose console.log output must match node's.
+var consoleValues = []string{
+	`1`, `-0`, `1.5e300`, `NaN`, `-Infinity`, `10n`, `true`, `null`, `undefined`, `"str"`, `Symbol("s")`,
+	`[]`, `[1, 2, 3]`, `[1, [2, [3, [4, [5]]]]]`, `new Array(5)`, `[1, , 3]`, `Array.from({length: 120}, (_, i) => i)`,
+	`{}`, `{ a: 1, b: "two", c: [3] }`, `{ "a-b": 1, 2: 3 }`, `{ a: { b: { c: { d: { e: 1 } } } } }`,
+	`(() => { const o = { n: 1 }; o.self = o; return o; })()`, `new Map([[1, 2], ["a", { b: 3 }]])`, `new Set([1, "x", [2]])`,
+	`new Map()`, `new WeakMap()`, `new Date(0)`, `new Date(NaN)`, `/re+/gi`, `function named() {}`, `() => 1`,
+	`class K {}`, `new (class Point { constructor() { this.x = 1; this.y = 2; } })()`, `Object.create(null)`,
+	`new Uint8Array([1, 2, 3])`, `new Float64Array(2)`, `new Promise(() => {})`,
+	`new Error("boom").message`, `Object.assign(new Error("x"), { code: "E_X" }).code`, `[undefined, null]`,
+	`{ f() {}, g: function () {}, h: async () => {} }`, `"a\nb"`, `["a\nb", "it's"]`, `{ s: "it's \"q\"" }`,
+	`Symbol.iterator`, `new Number(3)`, `new String("s")`, `new Boolean(false)`,
+	`Object.freeze({ a: 1 })`, `{ get g() { return 1; }, set s(v) {} }`, `[new Map([[{ a: 1 }, [1, 2]]])]`,
+	`"x".repeat(200)`, `Array.from({ length: 30 }, (_, i) => "item" + i)`, `{ a: [{ b: [{ c: [1] }] }] }`,
+	`new Set()`, `[[]]`, `[{}]`, `globalThis.Math`, `JSON`, `new Proxy({ a: 1 }, {})`,
+}
+
+func TestConsoleFormatsAsNodeDoes(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	var b strings.Builder
+	for _, v := range consoleValues {
+		b.WriteString("console.log(" + v + ");\n")
+	}
+	// Format strings, several arguments, and util.format's directives.
+	b.WriteString(`console.log("%s is %d years and %i days, %f%%", "Bob", 42.5, 3.9, 1.25);
+console.log("%o / %O / %j", { a: [1] }, { b: { c: {} } }, { d: 1 });
+console.log("%c styled", "color: red", "extra", 1);
+console.log("no directive", { a: 1 }, [2], "s");
+console.log("%s", Symbol("q"), 10n, null);
+console.log("%d", "x", "%i", 2n);
+console.info("info"); console.debug("debug");
+console.dir({ a: { b: { c: { d: 1 } } } }, { depth: 0 });
+console.dir({ a: { b: { c: { d: 1 } } } }, { depth: 5 });
+console.group("G1"); console.log("in 1"); console.group(); console.log("in 2\nsecond line"); console.groupEnd(); console.groupEnd(); console.log("out");
+console.count(); console.count(); console.count("x"); console.countReset(); console.count();
+console.table([{ a: 1, b: "y" }, { a: 2, c: true }]);
+console.table([[1, 2], [3, 4]]);
+console.table({ r1: { c: 1 }, r2: { c: 22 } });
+console.table([1, "two", { three: 3 }]);
+console.table(new Map([["k", 1]]));
+console.table(new Set(["v"]));
+console.table([{ a: 1, b: 2 }], ["b"]);
+console.table("not tabular");
+console.log(new Error("with stack").stack.split("\n")[0]);
+`)
+	sameAsNode(t, r, b.String())
+}
+
+func TestBuiltinsAndPackagesAnswerAsNodeDoes(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	cases := map[string]string{
+		"text encoding": `const te = new TextEncoder(), td = new TextDecoder();
+const out = [];
+for (const s of ["", "a", "é", "日本語", "😀", "\uD800", "mixed é😀x"]) out.push([...te.encode(s)], td.decode(te.encode(s)));
+out.push(new TextDecoder("utf-16le").decode(new Uint8Array([104, 0, 105, 0])));
+out.push(new TextDecoder("latin1").decode(new Uint8Array([0x80, 0xe9, 0x41])));
+out.push(td.decode(new Uint8Array([0xff, 0x41, 0xc3])));
+try { new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array([0xff])); } catch (e) { out.push(e.name, e.code); }
+const sd = new TextDecoder(); out.push(sd.decode(new Uint8Array([0xe6, 0x97]), { stream: true }) + sd.decode(new Uint8Array([0xa5])));
+out.push(new TextDecoder().decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x41])));
+out.push(te.encodeInto("héllo", new Uint8Array(4)));
+return out;`,
+		"base64": `const out = [];
+for (const s of ["", "f", "fo", "foo", "foob", "fooba", "foobar", "\u00ff\u00fe", "hello world"]) out.push(btoa(s), atob(btoa(s)));
+out.push(atob(" Zm9v YmFy "), atob("Zm8"));
+for (const bad of ["!!!!", "Zm9vY", "\u0100"]) { try { out.push(bad.length === 1 ? btoa(bad) : atob(bad)); } catch (e) { out.push(e.name); } }
+return out;`,
+		"buffer": `const b = Buffer.from("héllo wörld");
+return [b.toString("hex"), b.toString("base64"), b.toString("base64url"), b.length, Buffer.byteLength("😀"),
+  Buffer.from("aGVsbG8=", "base64").toString(), Buffer.concat([Buffer.from([1, 2]), Buffer.alloc(2, 9)]).toJSON(),
+  Buffer.compare(Buffer.from("a"), Buffer.from("b")), b.slice(0, 3).toString("latin1"), b.readUInt16BE(0), Buffer.isBuffer(b),
+  b.equals(Buffer.from("héllo wörld")), Buffer.from([250]).readInt8(0), b.indexOf("wö"), Buffer.from("abc").toString("utf16le").length,
+  String(Buffer.from("hi")), JSON.stringify(Buffer.from("hi"))];`,
+		"buffer inspect": `console.log(Buffer.from("hello")); console.log([Buffer.alloc(3)]);`,
+		"util": `const util = require("util");
+const out = [util.format("%s=%d %j", "a", 7, { k: [1] }), util.inspect({ a: [1, { b: 2 }] }, { depth: 0 }), util.inspect("s"),
+  util.inspect(new Map([[1, new Set([2])]])), util.isDeepStrictEqual({ a: [1] }, { a: [1] }), util.isDeepStrictEqual([1], ["1"]),
+  util.types.isPromise(Promise.resolve()), util.types.isRegExp(/x/), util.types.isDate(new Date()), typeof util.promisify,
+  util.inspect({ a: 1 }, { compact: false }), util.inspect([1, 2, 3], { maxArrayLength: 1 })];
+const p = util.promisify((x, cb) => cb(null, x * 2));
+out.push(await p(21));
+function Old() {} util.inherits(Old, require("events").EventEmitter); out.push(typeof new Old().on);
+return out;`,
+		"path": `const path = require("path");
+return [path.join("/a", "b", "../c", "./d"), path.resolve("/x", "y", ".."), path.basename("/p/q/file.txt", ".txt"), path.extname("a.b.c"),
+  path.dirname("/a/b/c"), path.normalize("/a//b/../c/."), path.relative("/a/b/c", "/a/d"), path.parse("/home/u/f.txt"),
+  path.format({ dir: "/x", base: "y.z" }), path.isAbsolute("a/b"), path.sep, path.delimiter, path.posix === path];`,
+		"querystring and url": `const qs = require("querystring"); const url = require("url");
+return [qs.parse("a=1&b=2&b=3&c=%20x"), qs.stringify({ a: [1, 2], b: "x y", c: "é" }), qs.escape("a b&c"), qs.unescape("a%20b"),
+  url.parse("http://user:pw@host.com:8080/p/a/t/h?query=string#hash").pathname, url.resolve("http://a.com/b/c", "../d"),
+  url.format({ protocol: "https", hostname: "x.com", pathname: "/y" }), url.fileURLToPath("file:///tmp/a%20b"),
+  new url.URL("https://x.y/z").host, url.parse("/p?q=1", true).query.q];`,
+		"url parsing": urlSnippet(),
+		"events": `const EventEmitter = require("events");
+const e = new EventEmitter(); const got = [];
+e.on("x", (a, b) => got.push(["on", a, b])); e.once("x", (a) => got.push(["once", a]));
+e.emit("x", 1, 2); e.emit("x", 3); got.push(e.listenerCount("x"), e.eventNames());
+const pending = EventEmitter.once(e, "y"); e.emit("y", 9, 10);
+got.push(await pending);
+return got;`,
+		"crypto": `const c = require("crypto");
+const out = [];
+for (const alg of ["md5", "sha1", "sha256", "sha384", "sha512"]) {
+  out.push(c.createHash(alg).update("abc").update(Buffer.from([1, 2, 3])).digest("hex"));
+  out.push(c.createHmac(alg, "key").update("message").digest("base64"));
+}
+out.push(c.createHash("sha256").update("é", "utf8").digest().length, c.getHashes().includes("sha256"));
+out.push(c.pbkdf2Sync("pw", "salt", 1000, 16, "sha256").toString("hex"));
+out.push(c.timingSafeEqual(Buffer.from("ab"), Buffer.from("ab")), c.randomBytes(8).length, typeof c.randomUUID());
+const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode("abc"));
+out.push(Buffer.from(d).toString("hex"));
+const k = await crypto.subtle.importKey("raw", new TextEncoder().encode("key"), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+const sig = await crypto.subtle.sign("HMAC", k, new TextEncoder().encode("message"));
+out.push(Buffer.from(sig).toString("hex"), await crypto.subtle.verify("HMAC", k, sig, new TextEncoder().encode("message")));
+const x = c.randomInt(10); out.push(x >= 0 && x < 10);
+return out;`,
+		"structuredClone": `const src = { d: new Date(5), m: new Map([[1, { s: new Set([2]) }]]), r: /x/g, t: new Uint8Array([1, 2]), n: null, u: undefined, big: 10n, arr: [1, , 3] };
+src.self = src;
+const c = structuredClone(src);
+const out = [c !== src, c.self === c, c.d instanceof Date, c.d.getTime(), c.m.get(1).s.has(2), c.r.source + c.r.flags, [...c.t], "u" in c, typeof c.big, c.arr.length];
+try { structuredClone({ f() {} }); } catch (e) { out.push(e.name, e.constructor.name); }
+try { structuredClone(Symbol("s")); } catch (e) { out.push(e.name); }
+const e2 = structuredClone(new RangeError("r")); out.push(e2 instanceof RangeError, e2.message);
+return out;`,
+		"zlib": `const z = require("zlib");
+const input = Buffer.from("hello hello hello hello ".repeat(20));
+const out = [];
+for (const [a, b] of [["gzipSync", "gunzipSync"], ["deflateSync", "inflateSync"], ["deflateRawSync", "inflateRawSync"]]) {
+  const packed = z[a](input); out.push(z[b](packed).equals(input), packed.length < input.length);
+}
+out.push(z.deflateSync(Buffer.from("hello world")).toString("hex"), z.deflateRawSync(Buffer.from("abcabcabc")).toString("base64"));
+out.push(z.inflateSync(z.deflateSync(Buffer.from("é"), { level: 9 })).toString());
+out.push(z.unzipSync(z.deflateSync(Buffer.from("auto"))).toString());
+return out;`,
+		"assert messages": `const assert = require("assert");
+const out = [];
+for (const f of [() => assert.strictEqual(1, 2), () => assert.equal(1, 2, "custom msg"),
+  () => assert.notStrictEqual(1, 1), () => assert.throws(() => {}), () => assert.deepEqual({ a: 1 }, { a: 1 })]) {
+  try { f(); out.push("no throw"); } catch (e) { out.push([e.name, e.code, e.message.split("\n")[0], e.actual, e.expected, e.operator]); }
+}
+try { assert.strict.deepEqual([1, 2], [1, 2]); out.push("deep ok"); } catch (e) { out.push(e.message); }
+return out;`,
+		"timers order": `const out = [];
+setTimeout(() => out.push("t20"), 20);
+setTimeout(() => out.push("t0"), 0);
+setImmediate(() => out.push("imm"));
+process.nextTick(() => out.push("tick"));
+queueMicrotask(() => out.push("micro"));
+Promise.resolve().then(() => out.push("then"));
+const iv = setInterval(() => { out.push("iv"); if (out.filter((x) => x === "iv").length === 3) clearInterval(iv); }, 5);
+await new Promise((r) => setTimeout(r, 60));
+const t = setTimeout(() => {}, 1000); out.push(typeof t.ref, t.hasRef()); t.unref(); out.push(t.hasRef()); clearTimeout(t);
+const { setTimeout: sleep } = require("timers/promises");
+out.push(await sleep(5, "slept"));
+return out.filter((x) => x !== "t0" && x !== "imm").concat(out.includes("t0"), out.includes("imm"));`,
+		"late timers print before the answer": `setTimeout(() => console.log("late"), 30); console.log("early"); return 1;`,
+		"abort and events": `const ac = new AbortController(); const got = [];
+ac.signal.addEventListener("abort", (e) => got.push(e.type, ac.signal.aborted));
+ac.abort(); got.push(ac.signal.reason.name, ac.signal.reason instanceof DOMException);
+const et = new EventTarget(); et.addEventListener("ping", (e) => got.push(e.detail)); et.dispatchEvent(new CustomEvent("ping", { detail: 7 }));
+const ts = AbortSignal.timeout(10); const hold = setTimeout(() => {}, 5000); // the signal's own timer is unref'd, as in node
+await new Promise((r) => ts.addEventListener("abort", r)); clearTimeout(hold); got.push(ts.reason.name);
+got.push(AbortSignal.abort("why").reason, new DOMException("m", "NotFoundError").code);
+const b = new Blob(["ab", new Uint8Array([99])], { type: "Text/Plain" }); got.push(b.size, b.type, await b.text(), await b.slice(1).text());
+return got;`,
+		"process": `return [process.platform, process.argv.length, typeof process.env, typeof process.cwd(), typeof process.hrtime.bigint(), typeof process.nextTick,
+  Array.isArray(process.hrtime()), typeof process.memoryUsage().heapUsed, typeof performance.now(), performance.now() >= 0, typeof require("os").EOL];`,
+		"packages": `const _ = require("lodash");
+const { format, addDays } = require("date-fns");
+const dayjs = require("dayjs");
+const utc = require("dayjs/plugin/utc");
+const { z } = require("zod");
+const YAML = require("yaml");
+const Papa = require("papaparse");
+const { marked } = require("marked");
+const Decimal = require("decimal.js");
+const { validate: uuidValidate } = require("uuid");
+const Ajv = require("ajv");
+const { evaluate } = require("mathjs");
+const { XMLParser } = require("fast-xml-parser");
+const { diffLines } = require("diff");
+const semver = require("semver");
+dayjs.extend(utc);
+const ajv = new Ajv();
+const schema = z.object({ n: z.number().int(), s: z.string().min(2) });
+return [
+  _.chunk([1, 2, 3, 4, 5], 2), _.groupBy(["one", "two", "three"], "length"), _.camelCase("Foo Bar"), require("lodash/map")([1, 2], (x) => x * 3),
+  format(addDays(new Date(Date.UTC(2024, 0, 30)), 3), "yyyy-MM-dd"), dayjs.utc("2024-02-28T12:00:00Z").add(1, "day").format("YYYY-MM-DD HH:mm"),
+  schema.safeParse({ n: 1, s: "ab" }).success, schema.safeParse({ n: 1.5, s: "a" }).error.issues.length,
+  YAML.parse("a: 1\nb: [x, y]\n"), YAML.stringify({ k: [1, 2] }), Papa.parse("a,b\n1,2", { header: true }).data, marked.parse("# T\n\n*x*"),
+  new Decimal("0.1").plus("0.2").toString(), uuidValidate("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"),
+  ajv.validate({ type: "object", required: ["a"] }, { a: 1 }), evaluate("sqrt(16) + 2^3"), new XMLParser().parse("<r><a>1</a><a>2</a></r>"),
+  diffLines("a\nb\n", "a\nc\n").map((p) => [!!p.added, !!p.removed, p.value]), semver.satisfies("1.2.3", "^1.0.0"), semver.inc("1.2.3", "minor"),
+];`,
+	}
+	for name, code := range cases {
+		t.Run(name, func(t *testing.T) { sameAsNode(t, r, code) })
+	}
+}
+
+// urlSnippet parses a few hundred URLs (WHATWG) and returns their parts.
+func urlSnippet() string {
+	return `const bases = ["http://example.com", "https://user:pa ss@Example.COM:443/a/b?c#d", "file:///etc/x"];
+const rels = ["", "/", "a", "../b", "./c/../d", "?q=1", "#f", "//other.org/p", "http://[::1]:80/x", "https://xn--nxasmq6b.com",
+  "https://ünïcode.example/ä?ö=ü#ß", "mailto:a@b.c", "data:text/plain,hi", "javascript:alert(1)", "ws://h/p", "http://h:0/",
+  "http://h:65536/", "http://1.2.3.4/", "http://0x7f.1/", "http://256.0.0.1/", "http://a b/", "http://%41.com/", "HTTP://H/%7e/%2F",
+  "http://h/a/./b/../../c", "http://h/?a=1&b=%20&c=+", "blob:https://a.b/uuid", "http://h/\\\\back", "  http://trim.me/  ",
+  "http://h/p?x=1#y#z", "https://h:8443", "foo://bar/baz", "http://user@/", "http://h/%zz", "http://h/😀", "urn:isbn:0451450523"];
+const out = [];
+for (const base of bases) for (const rel of rels) {
+  try {
+    const u = new URL(rel, base);
+    out.push([u.href, u.protocol, u.username, u.password, u.host, u.hostname, u.port, u.pathname, u.search, u.hash, u.origin]);
+  } catch (e) { out.push(["error", e.name, e.code]); }
+}
+const sp = new URLSearchParams("a=1&b=2&a=3&c=%20&d=é");
+sp.append("e", "x y"); sp.sort();
+out.push(sp.toString(), sp.getAll("a"), [...sp.keys()], sp.has("c"), URL.canParse ? URL.canParse("nope") : "n/a");
+out.push(new URLSearchParams({ k: "v", w: "ü" }).toString(), Object.fromEntries(new URLSearchParams("x=1&y=2")));
+return out;`
+}
+
+// fs reads and writes the runtime's scratch directory with node's shapes
+// and error codes; everything outside it fails without touching the host.
+func TestFsIsTheScratchDirectory(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	res := mustRun(t, r, map[string]any{"lang": "node", "code": `const fs = require("fs"), fsp = require("fs/promises");
+const out = [];
+fs.writeFileSync("a.txt", "héllo");
+fs.appendFileSync("./a.txt", " more");
+out.push(fs.readFileSync("/scratch/a.txt", "utf8"), fs.readFileSync("a.txt").length, fs.existsSync("a.txt"), fs.existsSync("nope"));
+out.push(fs.statSync("a.txt").size, fs.statSync("a.txt").isFile(), fs.statSync("/scratch").isDirectory());
+await fsp.writeFile("b.json", JSON.stringify({ k: 1 }));
+out.push(JSON.parse(await fsp.readFile("b.json", "utf8")).k, fs.readdirSync(".").sort(), fs.readdirSync("/scratch", { withFileTypes: true })[0].isFile());
+fs.renameSync("b.json", "c.json"); fs.copyFileSync("c.json", "d.json"); fs.unlinkSync("c.json");
+out.push(fs.readdirSync(".").sort());
+for (const p of ["../etc/passwd", "/etc/passwd", "/proc/self/environ", "sub/x", "/scratch/../x", "..", "/", "with space.txt", "nope.txt", "/scratch/sub/x"]) {
+  try { fs.readFileSync(p); out.push("read " + p); } catch (e) { out.push(e.code); }
+}
+try { fs.mkdirSync("dir"); } catch (e) { out.push(e.code, e.syscall); }
+try { fs.readFileSync("missing"); } catch (e) { out.push(e.message, e.errno, e.path); }
+await new Promise((res) => fs.readFile("a.txt", "utf8", (err, d) => { out.push(err, d); res(); }));
+try { fs.writeFileSync("big", "x".repeat(9 << 20)); } catch (e) { out.push(e.code); }
+out.push(require("./d.json").k);
+fs.writeFileSync("m.js", "exports.twice = (n) => n * 2; exports.name = __filename;");
+fs.writeFileSync("e.mjs", "import { twice } from './m.js';\nexport const four: number = twice(2);");
+out.push(require("./m").twice(4), require("./m.js").name, (await import("./e.mjs")).four);
+return out;`})
+	want := `["héllo more",11,true,false,11,true,true,1,["a.txt","b.json"],true,["a.txt","d.json"],` +
+		`"EACCES","EACCES","EACCES","ENOENT","EACCES","EACCES","EACCES","EACCES","ENOENT","ENOENT","EPERM","mkdir",` +
+		`"ENOENT: no such file or directory, open 'missing'",-2,"missing",null,"héllo more","ENOSPC",1,8,"/scratch/m.js",4]`
+	if string(res.Result) != want || res.ExitCode != 0 {
+		t.Fatalf("got %s\nwant %s\nstderr %s", res.Result, want, res.Stderr)
+	}
+	res = mustRun(t, r, map[string]any{"lang": "node", "code": `const fs = require("fs"); try { fs.readFileSync("x") } catch (e) { return e.code }`})
+	if string(res.Result) != `"ENOENT"` {
+		t.Fatalf("%s", res.Result)
+	}
+}
+
+func TestFsWithoutScratchIsRefused(t *testing.T) {
+	r, _ := newLoopRig(t, func(c *configsvc.Config) { c.ScratchMB = 0 })
+	res := mustRun(t, r, node(`const fs = require("fs"); const out = []; for (const f of [() => fs.readFileSync("a"), () => fs.writeFileSync("a", "x"), () => fs.readdirSync(".")]) { try { f(); out.push("ok") } catch (e) { out.push(e.code) } } return out`))
+	if string(res.Result) != `["EACCES","EACCES","EACCES"]` {
+		t.Fatalf("%s %s", res.Result, res.Stderr)
+	}
+}
+
+// waitFor polls cond for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}
