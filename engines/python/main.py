@@ -27,6 +27,48 @@ _stdout = sys.stdout
 _loads = json.loads
 
 
+def _cap_vectored():
+    # WASI counts the bytes of one fd_write/fd_read in 32 bits (wazero sums
+    # them as uint32, wasi-libc returns them as a 32-bit ssize_t): a writev
+    # of 300 x 64 MiB came back negative and CPython raised SystemError (or,
+    # at exactly 4 GiB, reported 0). Linux moves at most 0x7ffff000 bytes
+    # per call (MAX_RW_COUNT) and returns a short count; so do these.
+    import posix
+    limit = 0x7ffff000
+
+    def head(buffers):
+        out, total = [], 0
+        for b in buffers:
+            n = memoryview(b).nbytes
+            if total + n > limit:
+                if total == 0:
+                    out.append(memoryview(b).cast('B')[:limit])
+                break
+            out.append(b)
+            total += n
+        return out
+
+    def wrap(name, vectors_at):
+        real = getattr(posix, name, None)
+        if real is None:
+            return
+
+        def call(*args):
+            if len(args) > vectors_at:
+                args = args[:vectors_at] + (head(list(args[vectors_at])),) + args[vectors_at + 1:]
+            return real(*args)
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = real.__doc__
+        setattr(posix, name, call)
+        setattr(os, name, call)
+    for name in ('writev', 'readv', 'pwritev', 'preadv'):
+        wrap(name, 1)
+
+
+_cap_vectored()
+del _cap_vectored
+
+
 def _frame_decoder():
     # The host's frames are one JSON value each, written by Go's encoder:
     # the C scanner reads one without json.loads' Python frames and its two

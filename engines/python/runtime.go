@@ -312,6 +312,9 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 			}
 		}
 		ip.stdout.flush()
+		if res, killed := r.killVerdict(ctx, ip); killed {
+			return res
+		}
 		return r.finishTurn(ip, done, &stdout, &stderr)
 	}
 	for {
@@ -348,6 +351,11 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 				releaseIfWaiting()
 			}
 		case rep := <-replies:
+			if res, killed := r.killVerdict(ctx, ip); killed {
+				// The answer came as the deadline passed (a sleep cut short,
+				// a trigger that failed for it): the guest never sees it.
+				return res
+			}
 			if held {
 				outstanding = false
 				_ = ip.send(rep) // queued; a guest that does not read only hurts itself
@@ -369,6 +377,9 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 			pending = nil
 		case <-ip.done:
 			ip.stdout.flush()
+			if res, killed := r.killVerdict(ctx, ip); killed {
+				return res
+			}
 			return r.afterDeath(ip, &stdout, &stderr)
 		case b := <-ip.over:
 			return r.diskKill(ip, b)
@@ -383,6 +394,26 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 			return turnResult{err: core.ErrTimeout(), killed: true}
 		}
 	}
+}
+
+// killVerdict decides a turn's end before anything the guest said is
+// read (a failure envelope, a death, a host answer): a budget crossed first,
+// then a deadline that has passed. Either kills the interpreter; killed is
+// false when neither holds (Appendix A: kill conditions come first).
+func (r *pyRuntime) killVerdict(ctx context.Context, ip *interp) (turnResult, bool) {
+	if b := ip.firstOver(); b != nil {
+		return r.diskKill(ip, b), true
+	}
+	if b := ip.overBudget(); b != nil {
+		return r.diskKill(ip, b), true
+	}
+	if ctx.Err() != nil {
+		ip.kill()
+		<-ip.done
+		r.dropInterp(ip)
+		return turnResult{err: core.ErrTimeout(), killed: true}, true
+	}
+	return turnResult{}, false
 }
 
 // overBudget measures /work and /out and returns the budget that is over

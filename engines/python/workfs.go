@@ -111,6 +111,14 @@ func (b *budget) admit(bytes int64, entries int) bool {
 	return false
 }
 
+// budgetRefused ends the instance from inside the host call whose write
+// crossed a budget (admit has marked it over): the guest never gets an
+// error it could catch and go on with, and the turn ends as the budget kill
+// (afterDeath finds the budget over first).
+func budgetRefused() {
+	panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+}
+
 func (b *budget) markOverLocked() {
 	if b.over {
 		return
@@ -369,7 +377,7 @@ func (g *guardedFS) Link(oldPath, newPath string) experimentalsys.Errno {
 // Mkdir counts the new entry against the budget.
 func (g *guardedFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if !g.b.admit(0, 1) {
-		return experimentalsys.EIO
+		budgetRefused()
 	}
 	defer g.b.touch()
 	return g.FS.Mkdir(path, perm)
@@ -399,7 +407,7 @@ func (g *guardedFS) Unlink(path string) experimentalsys.Errno {
 // file so its growth is admitted too.
 func (g *guardedFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	if flag&experimentalsys.O_CREAT != 0 && !g.b.admit(0, 1) {
-		return nil, experimentalsys.EIO
+		budgetRefused()
 	}
 	if flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC) != 0 {
 		g.b.touch()
@@ -505,7 +513,7 @@ func (f *guardedFile) Write(p []byte) (int, experimentalsys.Errno) {
 		grow = f.growthAt(off, grow)
 	}
 	if !f.b.admit(grow, 0) {
-		return 0, experimentalsys.EIO
+		budgetRefused()
 	}
 	defer f.b.touch()
 	return f.File.Write(p)
@@ -517,7 +525,7 @@ func (f *guardedFile) Pwrite(p []byte, off int64) (int, experimentalsys.Errno) {
 		return 0, errno
 	}
 	if !f.b.admit(f.growthAt(off, int64(len(p))), 0) {
-		return 0, experimentalsys.EIO
+		budgetRefused()
 	}
 	defer f.b.touch()
 	return f.File.Pwrite(p, off)
@@ -542,7 +550,7 @@ func (f *guardedFile) Truncate(size int64) experimentalsys.Errno {
 		grow = size - st.Size
 	}
 	if grow > 0 && !f.b.admit(grow, 0) {
-		return experimentalsys.EIO
+		budgetRefused()
 	}
 	f.b.touch()
 	defer f.b.touch()
