@@ -8,7 +8,7 @@ import (
 
 func TestTextHasEveryRequiredFact(t *testing.T) {
 	required := []string{"code-runner::run", "code-runner::register_function", "code-runner::teardown",
-		"NOT Node", "no npm", "engine::functions::info", "treat `runtime_id` as a secret", "keep: true",
+		"no npm install", "no network", "engine::functions::info", "treat `runtime_id` as a secret", "keep: true",
 		"iii.namespace", "stops resolving the moment it is torn down", "must DEFINE `handler(payload)`",
 		"iii.shutdown()", "throws by design", "goes on `globalThis`", "code-runner::invalid_request",
 		"request_format", "not call-time validation", "assign `result = x`", "iii.trigger", "keep",

@@ -56,6 +56,12 @@ function builtins(own) {
   return {
     name: 'builtins',
     setup(build) {
+      // whatwg-url reaches tr46 through src/shim/tr46.js, which loads it
+      // (the internal/tr46 unit) only for a host that needs it.
+      if (own === '') {
+        build.onResolve({ filter: /^tr46$/ }, (args) =>
+          args.importer.includes(path.join('node_modules', 'whatwg-url')) ? { path: path.join(here, 'src/shim/tr46.js') } : undefined);
+      }
       build.onResolve({ filter: builtinRe }, (args) => {
         const m = builtinRe.exec(args.path);
         let sub = m[3] || '';
@@ -76,7 +82,7 @@ fs.mkdirSync(out, { recursive: true });
 for (const f of fs.readdirSync(out)) if (f !== 'README.md') fs.rmSync(path.join(out, f), { recursive: true, force: true });
 const units = [];
 for (const e of entries) {
-  const own = e.unit.startsWith('node/') ? e.unit.slice(5) : '';
+  const own = e.unit.startsWith('node/') ? e.unit.slice(5) : e.unit === 'internal/tr46' ? 'tr46' : '';
   const r = await esbuild.build({
     ...(e.file ? { entryPoints: [e.file] } : { stdin: { contents: e.contents, resolveDir: here, sourcefile: e.unit + '.js' } }),
     bundle: true, write: false, format: 'cjs', platform: 'browser', target: 'es2022',

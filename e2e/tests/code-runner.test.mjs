@@ -124,6 +124,23 @@ describe('register', () => {
     assert.equal(await h.trigger({ function_id: 'e2e-node::greet', payload: { who: 'world' } }), 'hello world')
   })
 
+  test('1b. node source with an import, an export and TypeScript (§25.5)', async () => {
+    const r = await register({ function_id: 'e2e-node::sum', lang: 'node',
+      source: 'import _ from "lodash"; export function handler(p: {xs: number[]}) { return _.sum(p.xs) }' })
+    assert.equal(r.registered, true)
+    assert.equal(await h.trigger({ function_id: 'e2e-node::sum', payload: { xs: [1, 2, 3.5] } }), 6.5)
+  })
+  test('1c. node run code as agents write it: import, types, timers, web globals', async () => {
+    const r = await run({ lang: 'node', code: `import dayjs from "dayjs"
+const n: number = 41
+await new Promise((r) => setTimeout(r, 20))
+console.log(new Map([[1, 2]]))
+console.assert(n === 0, "n is %d", n)
+return [dayjs("2024-01-31").add(1, "day").format("YYYY-MM-DD"), new URL("https://a.b/c").host, crypto.randomUUID().length, n + 1]` })
+    assert.deepEqual(r.result, ['2024-02-01', 'a.b', 36, 42])
+    assert.equal(r.stdout, 'Map(1) { 1 => 2 }\n')
+    assert.equal(r.stderr, 'Assertion failed: n is 41\n')
+  })
   test('2/3. python handlers are callable and keep state', async () => {
     await register({ function_id: 'e2e-py::greet', lang: 'python', source: 'import itertools\n_c = itertools.count(1)\ndef handler(p):\n    return {"hello": p.get("who"), "n": next(_c)}' })
     const a = await h.trigger({ function_id: 'e2e-py::greet', payload: { who: 'py' } })

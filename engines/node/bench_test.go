@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
+	"github.com/code-runner-go/code-runner/internal/procfs"
 )
 
 func benchRun(b *testing.B, r *rig, req map[string]any) {
@@ -115,4 +117,73 @@ func BenchmarkNodeExternalCapSlack(b *testing.B) {
 	}
 	b.ReportMetric(last, "MiB-allocated-before-kill")
 	b.ReportMetric(last-64, "MiB-past-external_mb")
+}
+
+// envCode is a one-shot that touches the JavaScript environment the way
+// agents do; envCodeTS is the same with TypeScript annotations.
+const envCode = `import dayjs from "dayjs";
+const _ = require("lodash");
+const u = new URL("https://example.com/a?b=1");
+const bytes = new TextEncoder().encode(u.search);
+const copy = structuredClone({ id: crypto.randomUUID(), n: bytes.length });
+return [u.host, _.sum([copy.n, 2]), dayjs("2024-01-01").add(1, "day").format("YYYY-MM-DD"), copy.id.length];`
+
+const envCodeTS = `import dayjs from "dayjs";
+const _ = require("lodash");
+interface Copy { id: string; n: number }
+const u: URL = new URL("https://example.com/a?b=1");
+const bytes: Uint8Array = new TextEncoder().encode(u.search);
+const copy: Copy = structuredClone({ id: crypto.randomUUID(), n: bytes.length }) as Copy;
+return [u.host, _.sum([copy.n, 2]) as number, dayjs("2024-01-01").add(1, "day").format("YYYY-MM-DD"), copy.id.length];`
+
+// BenchmarkNodeEnvironmentCost: the CPU a node one-shot costs the worker's
+// process tree (the worker, its isolate hosts, the recycle that follows
+// each one-shot), per call, for
+//   - return 2+2 with the JavaScript environment (contract §25) beside the
+//     same build with it switched off (CODE_RUNNER_BENCH_NO_JSENV=1 in the
+//     hosts' environment, a bench-only switch): the price of having it;
+//   - a one-shot using URL, TextEncoder, crypto.randomUUID, structuredClone,
+//     require("lodash") and import dayjs, beside return 2+2;
+//   - the same code with TypeScript annotations, beside it without.
+//
+// The arms alternate call by call, each followed by a pause for the
+// recycle, so a slow spell of the machine hits all of them.
+func BenchmarkNodeEnvironmentCost(b *testing.B) {
+	on := newRig(b, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
+	off := newRigEnv(b, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil, "CODE_RUNNER_BENCH_NO_JSENV=1")
+	time.Sleep(time.Second)
+	arms := []struct {
+		name string
+		r    *rig
+		code string
+	}{
+		{"bare-env-off", off, "return 2+2"},
+		{"bare", on, "return 2+2"},
+		{"uses-env", on, envCode},
+		{"uses-env-ts", on, envCodeTS},
+	}
+	for _, a := range arms { // warm every host's code caches first
+		for i := 0; i < 3; i++ {
+			benchRun(b, a.r, node(a.code))
+			time.Sleep(30 * time.Millisecond)
+		}
+	}
+	n := max(b.N, 60)
+	cpu := make([]time.Duration, len(arms))
+	pid := os.Getpid()
+	for i := 0; i < n; i++ {
+		for j, a := range arms {
+			before := procfs.TreeRunTime(pid)
+			benchRun(b, a.r, node(a.code))
+			time.Sleep(30 * time.Millisecond) // the recycle runs in the background
+			cpu[j] += procfs.TreeRunTime(pid) - before
+		}
+	}
+	per := func(j int) float64 { return float64(cpu[j].Microseconds()) / float64(n) / 1000 }
+	for j, a := range arms {
+		b.ReportMetric(per(j), "cpu-ms/"+a.name)
+	}
+	b.ReportMetric(per(1)/per(0), "x-bare-vs-env-off")
+	b.ReportMetric(per(2)/per(1), "x-uses-env-vs-bare")
+	b.ReportMetric(per(3)/per(2), "x-ts-vs-js")
 }

@@ -37,6 +37,13 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport, bus core.Bus) *rig {
 	t.Helper()
+	return newRigEnv(t, mut, transport, bus)
+}
+
+// newRigEnv is newRig with more of the hosts' environment (a bench-only
+// switch such as CODE_RUNNER_BENCH_NO_JSENV=1).
+func newRigEnv(t testing.TB, mut func(*configsvc.Config), transport core.Transport, bus core.Bus, hostEnv ...string) *rig {
+	t.Helper()
 	cfg := configsvc.Defaults()
 	cfg.WarmPoolNode = 0
 	if mut != nil {
@@ -47,7 +54,7 @@ func newRig(t testing.TB, mut func(*configsvc.Config), transport core.Transport,
 	if bus != nil { // guest functions are routes, as in the worker
 		bus = &core.GuestRoutes{Router: r.router, Bus: bus}
 	}
-	eng, err := New(Options{HostArgv: []string{os.Args[0]}, HostEnv: []string{"CODE_RUNNER_ISOLATE_HOST=1"},
+	eng, err := New(Options{HostArgv: []string{os.Args[0]}, HostEnv: append([]string{"CODE_RUNNER_ISOLATE_HOST=1"}, hostEnv...),
 		Registry: r.reg, Bus: bus, Transport: transport, Live: r.router.Live, Log: quiet()})
 	if err != nil {
 		t.Fatal(err)

@@ -345,6 +345,23 @@ function missingModule(stderr) {
   const m = /ModuleNotFoundError: No module named '([^']+)'/.exec(stderr);
   return m ? m[1] : null;
 }
+var NODE_PACKAGES = "lodash, date-fns, dayjs, zod, yaml, papaparse, marked, decimal.js, uuid, ajv, mathjs, fast-xml-parser, diff, semver";
+function nodeHint(stderr) {
+  if (typeof stderr !== "string") return null;
+  const missing = /Cannot find module '([^']+)'/.exec(stderr);
+  if (missing) {
+    return `no package ${missing[1]} here: no npm install and no network; built in: ${NODE_PACKAGES}, and node's I/O-free built-ins (assert, buffer, crypto, events, path, stream, url, util, zlib, fs over /scratch)`;
+  }
+  const unavailable = /node:([\w/]+) is not available in code-runner/.exec(stderr);
+  if (unavailable) {
+    return `node:${unavailable[1]} is not here: no network, no processes, no host files — call bus functions with iii.trigger instead`;
+  }
+  const ref = /ReferenceError: ([\w$]+) is not defined/.exec(stderr);
+  if (ref) {
+    return `${ref[1]} is not defined here: the sandbox has node's and the web's globals (timers, console, URL, TextEncoder, crypto, structuredClone, Buffer, process, require) but no DOM (window, document) and no network`;
+  }
+  return null;
+}
 function chips(input, output) {
   const rid = typeof output?.runtime_id === "string" ? output.runtime_id : typeof input.runtime_id === "string" ? input.runtime_id : "";
   const mode = typeof input.runtime_id === "string" && input.runtime_id ? "reused runtime" : input.keep === true ? "keeps the runtime" : "one-shot";
@@ -421,7 +438,8 @@ function RunCard({ message }) {
       missingModule(output.stderr),
       " here: there is no pip and no network (no numpy, no pandas); built in besides the standard library: ",
       PYTHON_LIBRARIES
-    ] }) : null
+    ] }) : null,
+    lang === "node" && nodeHint(output.stderr) ? /* @__PURE__ */ jsx4("div", { className: "cr-note cr-missing-module", children: nodeHint(output.stderr) }) : null
   ] });
 }
 function RunRunning({ message }) {

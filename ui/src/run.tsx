@@ -20,6 +20,28 @@ export function missingModule(stderr: unknown): string | null {
   return m ? m[1] : null
 }
 
+/** NODE_PACKAGES is the npm packages built into the node environment (contract §25.4). */
+export const NODE_PACKAGES =
+  'lodash, date-fns, dayjs, zod, yaml, papaparse, marked, decimal.js, uuid, ajv, mathjs, fast-xml-parser, diff, semver'
+
+/** nodeHint says what is there when a node failure was a missing module or an undefined name. */
+export function nodeHint(stderr: unknown): string | null {
+  if (typeof stderr !== 'string') return null
+  const missing = /Cannot find module '([^']+)'/.exec(stderr)
+  if (missing) {
+    return `no package ${missing[1]} here: no npm install and no network; built in: ${NODE_PACKAGES}, and node's I/O-free built-ins (assert, buffer, crypto, events, path, stream, url, util, zlib, fs over /scratch)`
+  }
+  const unavailable = /node:([\w/]+) is not available in code-runner/.exec(stderr)
+  if (unavailable) {
+    return `node:${unavailable[1]} is not here: no network, no processes, no host files — call bus functions with iii.trigger instead`
+  }
+  const ref = /ReferenceError: ([\w$]+) is not defined/.exec(stderr)
+  if (ref) {
+    return `${ref[1]} is not defined here: the sandbox has node's and the web's globals (timers, console, URL, TextEncoder, crypto, structuredClone, Buffer, process, require) but no DOM (window, document) and no network`
+  }
+  return null
+}
+
 function chips(input: Obj, output: Obj | null) {
   const rid = typeof output?.runtime_id === 'string' ? output.runtime_id : typeof input.runtime_id === 'string' ? input.runtime_id : ''
   const mode = typeof input.runtime_id === 'string' && input.runtime_id ? 'reused runtime' : input.keep === true ? 'keeps the runtime' : 'one-shot'
@@ -92,6 +114,7 @@ export function RunCard({ message }: { message: FunctionTriggerMessage }) {
           standard library: {PYTHON_LIBRARIES}
         </div>
       ) : null}
+      {lang === 'node' && nodeHint(output.stderr) ? <div className="cr-note cr-missing-module">{nodeHint(output.stderr)}</div> : null}
     </Card>
   )
 }

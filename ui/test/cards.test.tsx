@@ -93,6 +93,24 @@ describe('run card', () => {
     const node = settled(runR, { ...base, input: { lang: 'node', code: '' }, output: { exit_code: 1, result: null, stderr: "ModuleNotFoundError: No module named 'x'" } })
     expect(node).not.toContain('no pip')
   })
+  it('a node module or name that is not there says what is', () => {
+    const missing = settled(runR, { ...base, input: { lang: 'node', code: 'require("left-pad")' },
+      output: { exit_code: 1, result: null, stderr: "Error: Cannot find module 'left-pad': code-runner has no network and no npm install; built-in packages: lodash\n" } })
+    expect(missing).toContain('no package left-pad here')
+    expect(missing).toContain('no npm install')
+    expect(missing).toContain('lodash, date-fns')
+    const builtin = settled(runR, { ...base, input: { lang: 'node', code: '' },
+      output: { exit_code: 1, result: null, stderr: 'Error [ERR_CODE_RUNNER_UNAVAILABLE]: node:child_process is not available in code-runner (no network, no processes, no host files)\n' } })
+    expect(builtin).toContain('node:child_process is not here')
+    const ref = settled(runR, { ...base, input: { lang: 'node', code: 'document.title' },
+      output: { exit_code: 1, result: null, stderr: 'ReferenceError: document is not defined\n    at code.js:1:1\n' } })
+    expect(ref).toContain('document is not defined here')
+    expect(ref).toContain('no DOM')
+    const other = settled(runR, { ...base, input: { lang: 'node', code: '' }, output: { exit_code: 1, result: null, stderr: 'Error: boom\n' } })
+    expect(other).not.toContain('no npm install')
+    const py = settled(runR, { ...base, input: { lang: 'python', code: '' }, output: { exit_code: 1, result: null, stderr: 'ReferenceError: x is not defined' } })
+    expect(py).not.toContain('no DOM')
+  })
   it('flags a missing result key', () => {
     expect(settled(runR, { ...base, input: { lang: 'node', code: '' }, output: { exit_code: 0 } })).toContain('no `result` key')
   })

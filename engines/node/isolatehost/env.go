@@ -28,6 +28,11 @@ import (
 // process object's few facts, Go's hashes and randomness, and the exit of
 // a call by process.exit. Timers are in timers.go.
 
+// unitCacheRemakes is how many times a host process makes a unit's code
+// cache: after the first use, and again after the next uses, so that the
+// functions later tenants reach are in it too.
+const unitCacheRemakes = 4
+
 // pendingCache is a unit compiled from source in this entry whose code
 // cache is made once the entry ends (so the functions it ran are in it).
 type pendingCache struct {
@@ -135,6 +140,12 @@ func (h *host) loadUnit(name string) *v8.Value {
 		if err == nil && cached.Rejected {
 			delete(h.unitCache, name)
 		}
+		if err == nil && h.unitCacheMade[name] < unitCacheRemakes {
+			// The cache is made again after the next few tenants' use: each
+			// adds the functions it compiled that the last cache lacked (a
+			// TypeScript transform after a JavaScript-only one, say).
+			h.pendingCaches = append(h.pendingCaches, pendingCache{name: name, script: script})
+		}
 	} else {
 		script, err = h.iso.CompileUnboundScript(src, origin, v8.CompileOptions{})
 		if err == nil {
@@ -157,11 +168,12 @@ func (h *host) loadUnit(name string) *v8.Value {
 // unit anew.
 func (h *host) makeCaches() {
 	for _, p := range h.pendingCaches {
-		if _, ok := h.unitCache[p.name]; ok || h.noPreludeCache {
+		if h.noPreludeCache || h.unitCacheMade[p.name] >= unitCacheRemakes {
 			continue
 		}
 		if cd := p.script.CreateCodeCache(); len(cd.Bytes) > 0 {
 			h.unitCache[p.name] = cd.Bytes
+			h.unitCacheMade[p.name]++
 		}
 	}
 	h.pendingCaches = h.pendingCaches[:0]

@@ -16,6 +16,7 @@ import (
 
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	"github.com/code-runner-go/code-runner/engines/node/jsenv"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 
 	_ "embed"
@@ -71,7 +72,15 @@ func RunHost(in HostInput, out io.Writer) int {
 
 		callOwner: map[int64]int64{},
 		unitCache: map[string][]byte{},
+
+		unitCacheMade: map[string]int{},
 	}
+	var names []string
+	for _, p := range jsenv.Packages() {
+		names = append(names, p.Name)
+	}
+	h.packageList = strings.Join(names, ",")
+	h.envOff = os.Getenv("CODE_RUNNER_BENCH_NO_JSENV") == "1"
 	h.dropTimers()
 	h.procs = runtime.GOMAXPROCS(0)
 	h.procsNow = h.procs
@@ -118,6 +127,13 @@ type host struct {
 	ctx       *v8.Context
 	api       *v8.Object
 	requireFn *v8.Value // the prelude's require, passed to every run
+	// packageList is the built-in npm packages' names, comma-separated.
+	packageList string
+	// envOff builds isolates without the JavaScript environment (contract
+	// §25): the baseline of BenchmarkNodeEnvironmentCost, never a product
+	// setting (set by CODE_RUNNER_BENCH_NO_JSENV=1 in the host's
+	// environment, which the worker never gives a host).
+	envOff    bool
 	heapLimit uint64
 	namespace string
 	files     *scratch
@@ -178,6 +194,7 @@ type host struct {
 	// (compiled code only, never state); pendingCaches the units first
 	// compiled in the current entry.
 	unitCache     map[string][]byte
+	unitCacheMade map[string]int
 	pendingCaches []pendingCache
 	// lastIO is when the loop last looked at its input while timers kept
 	// it busy.
@@ -485,7 +502,7 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 	if err != nil {
 		return fmt.Errorf("prelude is not a function: %w", err)
 	}
-	api, err := fn.Call(v8.Undefined(h.iso), native.GetFunction(h.ctx), h.str(""), h.str(hint), h.boolean(filesOn))
+	api, err := fn.Call(v8.Undefined(h.iso), native.GetFunction(h.ctx), h.str(""), h.str(hint), h.boolean(filesOn), h.str(h.packageList), h.boolean(!h.envOff))
 	if err != nil {
 		return fmt.Errorf("prelude: %w", err)
 	}
@@ -1046,6 +1063,14 @@ const runHead = "(async (exports, require, module, __filename, __dirname) => {"
 // called with (exports, require, module, __filename, __dirname) and its
 // promise tracked as task.
 func (h *host) runMain(task int64, code string) error {
+	if h.envOff {
+		v, err := h.ctx.RunScript("(async () => {"+code+"\n})()", "code.js")
+		if err != nil {
+			return err
+		}
+		h.keep(v)
+		return h.call("track", h.num(task), v)
+	}
 	fnv, err := h.compileRun(code)
 	if err != nil {
 		return err

@@ -1,10 +1,11 @@
 // code-runner isolate prelude. Runs once per context, before any tenant
 // code, as a function expression called with (native, namespace, hint,
-// filesEnabled). It installs `console` and the frozen global `iii`, removes
+// filesEnabled, packageList, envOn; envOn false is a bench-only build
+// without the JavaScript environment, the baseline of its cost). It installs `console` and the frozen global `iii`, removes
 // WebAssembly, and returns the host API — an object only the Go side holds.
 // Everything tenant code could tamper with later (JSON, Promise, Error, …)
 // is captured here first.
-(function (native, initialNamespace, hint, filesEnabled) {
+(function (native, initialNamespace, hint, filesEnabled, packageList, envOn) {
   'use strict';
   let namespace = initialNamespace;
   const stringify = JSON.stringify;
@@ -115,6 +116,7 @@
   // lazy defines a global whose value is made when code first reads it;
   // an assignment replaces it like any writable global.
   function lazy(name, make, unit) {
+    if (!envOn) return;
     defineProperty(globalThis, name, {
       configurable: true, enumerable: false,
       get() {
@@ -129,6 +131,7 @@
     });
   }
   function setGlobal(name, value) {
+    if (!envOn) return;
     defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
   }
   function codedError(Ctor, code, message, above) {
@@ -174,6 +177,7 @@
     if (plain && (args.length === 0 || apply(strIndexOf, args[0], ['%']) < 0)) return apply(arrayJoin, args, [' ']);
     let u;
     try {
+      if (!envOn) throw null;
       u = inspector();
     } catch (_) {
       const parts = [];
@@ -500,8 +504,8 @@
     'dns/promises', 'domain', 'http', 'http2', 'https', 'inspector', 'inspector/promises', 'module', 'net', 'readline',
     'readline/promises', 'repl', 'sea', 'sqlite', 'sys', 'test', 'test/reporters', 'tls', 'trace_events', 'tty', 'v8', 'vm',
     'wasi', 'worker_threads', 'path/win32', 'stream/web', 'stream/consumers'];
-  const packageNames = ['lodash', 'date-fns', 'dayjs', 'zod', 'yaml', 'papaparse', 'marked', 'decimal.js', 'uuid', 'ajv',
-    'mathjs', 'fast-xml-parser', 'diff', 'semver'];
+  // The built-in npm packages, as the binary embeds them (jsenv.Packages).
+  const packageNames = packageList === '' ? [] : packageList.split(',');
   const fileModules = new MapCtor();
   function notFound(spec) {
     const e = new ErrorCtor("Cannot find module '" + spec + "': code-runner has no network and no npm install; built-in packages: " + apply(arrayJoin, packageNames, [', ']));
