@@ -106,6 +106,21 @@ func ErrTimeout() *Error {
 	return &Error{Code: CodeTimeout, Text: "execution exceeded its deadline", Kill: KillTimeout}
 }
 
+// MaxAskableMemoryMB is the largest memory_mb a memory-cap refusal tells a
+// caller to ask for.
+const MaxAskableMemoryMB = 512
+
+// ErrMemoryCap is a memory-cap kill (contract §16.3): subject ("the
+// runtime" for node, "run" for python) "exceeded its memory cap of <mib> MiB
+// and was killed", naming below 512 MiB how to ask for more.
+func ErrMemoryCap(subject string, mib int64) *Error {
+	text := fmt.Sprintf("%s exceeded its memory cap of %d MiB and was killed", subject, mib)
+	if mib < MaxAskableMemoryMB {
+		text += fmt.Sprintf(" (a run that creates a runtime may ask for up to %d MiB with memory_mb)", MaxAskableMemoryMB)
+	}
+	return &Error{Code: CodeResourceExhausted, Text: text, Kill: KillMemory}
+}
+
 // ErrUnknownRuntime is `unknown runtime_id <id>`.
 func ErrUnknownRuntime(id string) *Error {
 	return Errorf(CodeRuntimeNotFound, "unknown runtime_id %s", id)

@@ -56,3 +56,21 @@ func TestAsErrorWrapsForeignErrors(t *testing.T) {
 		t.Fatal("an *Error must pass through unchanged")
 	}
 }
+
+func TestMemoryCapTextsNameTheCapAndTheFix(t *testing.T) {
+	for _, tc := range []struct {
+		subject string
+		mib     int64
+		want    string
+	}{
+		{"the runtime", 128, "the runtime exceeded its memory cap of 128 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)"},
+		{"run", 511, "run exceeded its memory cap of 511 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)"},
+		{"run", 512, "run exceeded its memory cap of 512 MiB and was killed"},
+		{"the runtime", 1024, "the runtime exceeded its memory cap of 1024 MiB and was killed"},
+	} {
+		e := ErrMemoryCap(tc.subject, tc.mib)
+		if e.Text != tc.want || e.Code != CodeResourceExhausted || e.Kill != KillMemory {
+			t.Errorf("%s %d: %+v", tc.subject, tc.mib, e)
+		}
+	}
+}

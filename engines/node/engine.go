@@ -562,7 +562,7 @@ func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 		return nil, core.ErrTimeout()
 	case hostproto.StatusMemory, hostproto.StatusDiedMemory:
 		r.markDead()
-		return nil, ErrMemory()
+		return nil, ErrMemory(r.heapMB)
 	case hostproto.StatusDiedDetached:
 		// Its own detached work overran while this task waited unread.
 		r.markDead()

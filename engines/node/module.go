@@ -5,9 +5,10 @@ import "github.com/code-runner-go/code-runner/core"
 // Lang is the language this engine runs: the `lang` requests name.
 const Lang core.Lang = "node"
 
-// ErrMemory is the node memory-cap answer.
-func ErrMemory() *core.Error {
-	return &core.Error{Code: core.CodeResourceExhausted, Text: "the runtime exceeded its memory cap and was killed", Kill: core.KillMemory}
+// ErrMemory is the node memory-cap answer for a runtime whose heap cap is
+// heapMB.
+func ErrMemory(heapMB int64) *core.Error {
+	return core.ErrMemoryCap("the runtime", heapMB)
 }
 
 // ModuleOptions are the node engine's own options, bound into its module.

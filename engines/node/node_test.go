@@ -204,7 +204,7 @@ func TestMemoryAttacksKillOnlyTheirRuntime(t *testing.T) {
 	for _, code := range attacks {
 		t.Run(code, func(t *testing.T) {
 			_, err := r.run(t, map[string]any{"lang": "node", "code": code, "timeout_ms": 20000})
-			if err == nil || err.Code != core.CodeResourceExhausted || err.Text != "the runtime exceeded its memory cap and was killed" {
+			if err == nil || err.Code != core.CodeResourceExhausted || err.Text != "the runtime exceeded its memory cap of 64 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)" {
 				t.Fatalf("got %v", err)
 			}
 			trivialStillAnswers(t, r, pid)

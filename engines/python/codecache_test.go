@@ -113,7 +113,7 @@ func TestCompiledSourceStaysInItsRuntime(t *testing.T) {
 	r := newRig(t, nil)
 	const src = "result = 7"
 	got := keptTurns(t, r,
-		"import sys\nm = sys.modules['__main__']\nm._code_cache["+`"result = 7"`+"] = compile('result = 666', '<code>', 'exec')",
+		"import sys\nm = sys.modules['_code_runner_wrapper']\nm._code_cache["+`"result = 7"`+"] = compile('result = 666', '<code>', 'exec')",
 		src)
 	if string(got[1].Result) != "666" {
 		t.Fatalf("the planted entry was not this runtime's cache (answered %s): the test no longer plants where the cache is", got[1].Result)
@@ -134,7 +134,7 @@ func TestCompiledSourceStaysInItsRuntime(t *testing.T) {
 // walk or the entry, while a kept runtime's first turn keeps the entry.
 func TestAOneShotCompilesWithoutTheCache(t *testing.T) {
 	r := newRig(t, nil)
-	const src = "import sys\nresult = sorted(sys.modules['__main__']._code_cache)"
+	const src = "import sys\nresult = sorted(sys.modules['_code_runner_wrapper']._code_cache)"
 	res := r.mustRun(t, src)
 	var keys []string
 	if err := json.Unmarshal(res.Result, &keys); err != nil {
@@ -222,7 +222,7 @@ func TestTheCodeCacheIsBounded(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		codes = append(codes, src(i), src(i))
 	}
-	codes = append(codes, src(39), src(0), "result = [len(C), len(sys.modules['__main__']._code_cache)]")
+	codes = append(codes, src(39), src(0), "result = [len(C), len(sys.modules['_code_runner_wrapper']._code_cache)]")
 	got := keptTurns(t, r, codes...)
 	var before, last, first int
 	_ = json.Unmarshal(got[80].Result, &before)
@@ -243,7 +243,7 @@ func TestTheCodeCacheIsBounded(t *testing.T) {
 // come back.
 func TestASourceSeenOnceIsNotKept(t *testing.T) {
 	r := newRig(t, nil)
-	const look = "import sys\nm = sys.modules['__main__']\nresult = [len(m._code_cache), len(m._seen)]"
+	const look = "import sys\nm = sys.modules['_code_runner_wrapper']\nresult = [len(m._code_cache), len(m._seen)]"
 	codes := []string{look}
 	for i := 0; i < 100; i++ {
 		codes = append(codes, fmt.Sprintf("x = %d", i))

@@ -148,7 +148,7 @@ func TestPythonOutcomesSayWhatHappened(t *testing.T) {
 	}
 	t.Run("a denied growth is the memory kill", func(t *testing.T) {
 		_, err := r.run(t, map[string]any{"code": "b = bytearray(1 << 30)"})
-		if err == nil || err.Error() != "code-runner::resource_exhausted: run exceeded its memory cap and was killed" {
+		if err == nil || err.Error() != "code-runner::resource_exhausted: run exceeded its memory cap of 128 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)" {
 			t.Fatalf("%v", err)
 		}
 	})

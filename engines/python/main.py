@@ -319,7 +319,36 @@ except OSError:
     pass
 sys.path.insert(0, '/work')
 
-G = {'__name__': '__main__', '__builtins__': builtins}
+class _Quitter:
+    # site's exit() and quit() close sys.stdin before raising SystemExit (for
+    # IDLE); here stdin carries the host's frames, so these only raise.
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return 'Use %s() or Ctrl-D (i.e. EOF) to exit' % self.name
+
+    def __call__(self, code=None):
+        raise SystemExit(code)
+
+
+builtins.exit = _Quitter('exit')
+builtins.quit = _Quitter('quit')
+
+# As under `python -c`: the program is the code, with no arguments
+# (unittest.main() and argparse read sys.argv).
+sys.argv = ['<code>']
+
+# Tenant code runs in the namespace of a module named __main__, which is
+# sys.modules['__main__'] (the wrapper keeps its own globals): what
+# unittest.main(), pickle and doctest look for there is the tenant's.
+# The wrapper stays reachable by another name (as it was, as __main__,
+# before: nothing a guest can reach is trusted).
+sys.modules['_code_runner_wrapper'] = sys.modules['__main__']
+_main_module = type(sys)('__main__')
+G = _main_module.__dict__
+G['__builtins__'] = builtins
+sys.modules['__main__'] = _main_module
 _handlers = {}
 
 _MAX_MSG = 4096
@@ -467,6 +496,25 @@ def _compile(code, once=False):
         return None, {'ok': False, 'kind': 'syntax_error', 'message': '%s (line %s)' % (e.msg, e.lineno), 'traceback': None}
 
 
+def _exit_failure(e, kind):
+    # SystemExit ends the turn, never the interpreter (contract §5.2 point 4):
+    # code 0 or None succeeds; any other code fails, with what CPython
+    # prints for it (a non-int code's str, nothing for an int). A handler's
+    # or a definition's non-zero exit is that call's failure.
+    code = e.code
+    if code is None or (_isinstance(code, int) and code == 0):
+        return None
+    if kind != 'run':
+        return _failure('python_exception', e)
+    if _isinstance(code, int):
+        return {'ok': False, 'kind': 'exit', 'message': '', 'traceback': None}
+    try:
+        text = str(code)
+    except BaseException:
+        text = '<unprintable exit code>'
+    return {'ok': False, 'kind': 'exit', 'message': text[:_MAX_MSG], 'traceback': None}
+
+
 def _turn(t):
     kind = t.get('kind', 'run')
     if kind == 'ping':
@@ -491,7 +539,10 @@ def _turn(t):
             return {'ok': False, 'kind': 'missing', 'message': 'no handler', 'traceback': None}
         try:
             value = h(t.get('payload'))
-        except SystemExit:
+        except SystemExit as e:
+            failure = _exit_failure(e, kind)
+            if failure:
+                return failure
             value = None
         except BaseException as e:
             return _failure('python_exception', e)
@@ -502,8 +553,10 @@ def _turn(t):
         return failure
     try:
         exec(code_obj, G)
-    except SystemExit:
-        pass
+    except SystemExit as e:
+        failure = _exit_failure(e, kind)
+        if failure:
+            return failure
     except BaseException as e:
         return _failure('python_exception', e)
     if kind == 'define':

@@ -9,9 +9,10 @@ import (
 // Lang is the language this engine runs: the `lang` requests name.
 const Lang core.Lang = "python"
 
-// ErrMemory is the python memory-cap answer.
-func ErrMemory() *core.Error {
-	return &core.Error{Code: core.CodeResourceExhausted, Text: "run exceeded its memory cap and was killed", Kill: core.KillMemory}
+// ErrMemory is the python memory-cap answer for an interpreter whose
+// linear memory is capped at memMB.
+func ErrMemory(memMB int64) *core.Error {
+	return core.ErrMemoryCap("run", memMB)
 }
 
 // errUnavailableText is the answer while the engine cannot serve.

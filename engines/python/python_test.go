@@ -139,7 +139,7 @@ func TestPythonRunBasics(t *testing.T) {
 		{"tuple is array; dict keys per json", "result = {'t': (1, 2), 1: 'one'}", "", "", `{"t":[1,2],"1":"one"}`, 0},
 		{"unserializable is null", "result = float('nan')", "", "", "null", 0},
 		{"object is null", "result = object()", "", "", "null", 0},
-		{"SystemExit succeeds", "import sys\nresult = 5\nsys.exit(3)", "", "", "5", 0},
+		{"SystemExit(0) succeeds with the result", "import sys\nresult = 5\nsys.exit(0)", "", "", "5", 0},
 		{"D5 failure keeps streams", "print('before')\nraise ValueError('x')", "before\n", "ValueError: x\nTraceback (most recent call last):\n  File \"<code>\", line 2, in <module>\n", "null", 1},
 		{"syntax error", "def (:", "", "invalid syntax (line 1)\n", "null", 1},
 		{"top-level return", "return 1", "", "'return' outside function (line 1)\n", "null", 1},
@@ -452,7 +452,7 @@ func TestPythonAttacks(t *testing.T) {
 	})
 	t.Run("bytearray(1<<30)", func(t *testing.T) {
 		_, err := r.run(t, map[string]any{"code": "b = bytearray(1 << 30)"})
-		if err == nil || err.Error() != "code-runner::resource_exhausted: run exceeded its memory cap and was killed" {
+		if err == nil || err.Error() != "code-runner::resource_exhausted: run exceeded its memory cap of 128 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)" {
 			t.Fatalf("%v", err)
 		}
 		trivial()

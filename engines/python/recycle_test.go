@@ -556,7 +556,7 @@ escaped(sys.stdin.buffer.raw.read(1 << 16))`},
         return sys.stdin.buffer.raw.read(1 << 16)
     return list(map(lambda _: deep(n - 1), [0]))[0]
 escaped(deep(150))`},
-		{"the wrapper's read rebound", forgePrelude + escape + `m = sys.modules['__main__']
+		{"the wrapper's read rebound", forgePrelude + escape + `m = sys.modules['_code_runner_wrapper']
 def park():
     n = m._raw.readinto(m._rbuf)
     escaped(bytes(m._rbuf[:n]))
@@ -565,7 +565,7 @@ m._park = park
 result = 'own'`},
 	}
 	check := `import os, sys
-result = [sorted(os.listdir('/work')), sys.modules['__main__']._park.__name__, globals().get('m')]`
+result = [sorted(os.listdir('/work')), sys.modules['_code_runner_wrapper']._park.__name__, globals().get('m')]`
 	waitPooled(t, r)
 	r.mustRun(t, "result = 1")
 	waitPooled(t, r)

@@ -49,6 +49,7 @@ type turnResult struct {
 	stdout, stderr string
 	envelope       envelope
 	failure        string // the failure text when the turn failed
+	exited         bool   // a run ended by a non-zero SystemExit (failure may be empty)
 	err            *core.Error
 	killed         bool // the interpreter died (timeout, memory, exit, disk)
 	diskOver       bool
@@ -108,7 +109,7 @@ func (r *pyRuntime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error)
 		return core.Outcome{}, res.err
 	}
 	out := core.Outcome{Stdout: res.stdout, Stderr: res.stderr}
-	if res.failure != "" {
+	if res.failure != "" || res.exited {
 		out.ExitCode = 1
 		out.Stderr = appendFailure(out.Stderr, res.failure)
 		return out, nil
@@ -468,7 +469,7 @@ func (r *pyRuntime) afterDeath(ip *interp, stdout, stderr *capture) turnResult {
 	}
 	so, se := streams(stdout, stderr)
 	if ip.memoryFull() {
-		return turnResult{killed: true, err: ErrMemory()}
+		return turnResult{killed: true, err: ErrMemory(int64(ip.memCap >> 20))}
 	}
 	code, isExit := ip.exitStatus()
 	failure := "execution ended abnormally without producing a result\n"
@@ -502,13 +503,22 @@ func (r *pyRuntime) finishTurn(ip *interp, done []byte, stdout, stderr *capture)
 		ip.kill()
 		<-ip.done
 		r.dropInterp(ip)
-		return turnResult{killed: true, err: ErrMemory()}
+		return turnResult{killed: true, err: ErrMemory(int64(ip.memCap >> 20))}
 	}
 	if !ok {
 		res.failure = "execution ended abnormally without producing a result\n"
 		return res
 	}
 	res.envelope = env
+	if env.Kind == "exit" {
+		// sys.exit(n ≠ 0): what CPython prints for the code, which is
+		// nothing for an int.
+		res.exited = true
+		if env.Message != "" {
+			res.failure = env.Message + "\n"
+		}
+		return res
+	}
 	res.failure = env.Message + "\n"
 	if env.Traceback != nil && *env.Traceback != "" {
 		res.failure += *env.Traceback

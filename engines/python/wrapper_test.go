@@ -11,7 +11,7 @@ import (
 // Its result lists every value on which they differ.
 const wrapperAgreesWithJSON = `
 import json, sys
-w = sys.modules['__main__']
+w = sys.modules['_code_runner_wrapper']
 class S(str): pass
 class I(int): pass
 circle = []
@@ -61,7 +61,7 @@ func TestTheWrapperWritesAndReadsWhatJSONWould(t *testing.T) {
 // specialized (dis shows the adaptive form beside the plain one).
 const quickenedWrapper = `
 import sys, dis
-w = sys.modules['__main__']
+w = sys.modules['_code_runner_wrapper']
 result = {}
 for name in ['_read_frame', '_fill', '_park', '_decode_frame', '_turn', '_compile', '_envelope_ok',
              '_serialize', '_encode_value', '_done_body', '_emit_line']:
