@@ -184,7 +184,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		readConfig = engineSrc.Fetch
 		configIDs = []string{core.FnOnConfigChange, core.WorkerID(core.FnOnConfigChange, tag)}
 	}
-	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(admit, Trace(tel)),
+	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(admit, Trace(tel, log)),
 		Owners:  &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
 		Engines: o.Engines, Log: log, LocalLog: localLog,
 		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: &spreader{client: client, peers: peers, self: o.WorkerName},

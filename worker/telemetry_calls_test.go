@@ -3,12 +3,15 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/iii"
+	"github.com/code-runner-go/code-runner/internal/procfs"
 	"github.com/code-runner-go/code-runner/telemetry"
 )
 
@@ -194,4 +197,54 @@ func TestTelemetryNamesTheWorkerInstance(t *testing.T) {
 		}
 	}
 	t.Fatal("no OTLP frame")
+}
+
+// A call answered code-runner::engine leaves one WARN record an operator
+// finds by the call's trace id, saying what failed, with no runtime id
+// and no guest text (issue 48 item 4): here the isolate host of a kept
+// runtime is killed while a call waits in it.
+func TestAnEngineFailureLeavesAWarnRecordWithTheTrace(t *testing.T) {
+	e, tel, caller, _ := traceRig(t, 0)
+	ctx := ctxT(t)
+	kept, eb := runNode(t, e, map[string]any{"keep": true, "code": "return 1"})
+	if eb != nil {
+		t.Fatal(eb)
+	}
+	rid, _ := kept["runtime_id"].(string)
+	const traceID = "5cf92f3577b34da6a3ce929d0e0e4737"
+	done := make(chan error, 1)
+	go func() {
+		_, err := caller.Invoke(ctx, iii.Call{FunctionID: "code-runner::run", Traceparent: "00-" + traceID + "-00f067aa0ba902b7-01",
+			Data: json.RawMessage(`{"runtime_id":"` + rid + `","code":"console.log('guest-words'); await new Promise((r) => setTimeout(r, 5000)); return 2","timeout_ms":20000}`)})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the call is waiting in its host
+	hosts := procfs.Descendants(os.Getpid())
+	if len(hosts) == 0 {
+		t.Fatal("no isolate host to kill")
+	}
+	for _, pid := range hosts {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "code-runner::engine") {
+		t.Fatalf("the call answered %v, want code-runner::engine", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_ = tel.ForceFlush(ctx)
+		for _, f := range e.OtelFrames() {
+			if bytes.Contains(f, []byte("guest-words")) || bytes.Contains(f, []byte(rid)) {
+				t.Fatalf("telemetry carries guest text or the runtime id: %.300s", f)
+			}
+		}
+		for _, r := range logRecordsOf(t, e.OtelFrames()) {
+			if r.body == "a call answered code-runner::engine" && r.traceID == traceID {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no WARN record with the call's trace id")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

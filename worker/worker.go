@@ -71,7 +71,13 @@ const OutcomeGuestError = "guest_error"
 // The metrics count the invocation as "guest" (a guest function) or
 // "worker", with runs, their durations and the kills among them. A nil
 // tel is no stage.
-func Trace(tel *telemetry.Telemetry) core.Stage {
+//
+// Every call answered code-runner::engine (a bus call the worker made
+// failed, a host died, a forward failed) also writes one WARN record to
+// log inside the call's span, so an operator finds it by the trace id:
+// the function id, the error's own text with runtime ids redacted, and
+// the kill — never guest text or a runtime id.
+func Trace(tel *telemetry.Telemetry, log *slog.Logger) core.Stage {
 	if tel == nil {
 		return nil
 	}
@@ -99,6 +105,11 @@ func Trace(tel *telemetry.Telemetry) core.Stage {
 				outcome = core.WireOf(err, call.FunctionID).Code
 			}
 			kill := string(core.KillOf(err))
+			if outcome == string(core.CodeEngine) && log != nil {
+				ce := core.AsError(err, call.FunctionID)
+				log.WarnContext(ctx, "a call answered code-runner::engine", "function_id", call.FunctionID,
+					"failure", capsfilter.RedactRuntimeIDs(ce.Text), "kill", kill)
+			}
 			var end []attribute.KeyValue
 			switch r := res.(type) {
 			case json.RawMessage:
