@@ -4,7 +4,7 @@
 //   node build.mjs OUT_DIR
 //
 // Every unit is one file, OUT_DIR/<name>.js, holding one function expression
-//   (function (module, exports, require, __cr) { … })
+//   (function (__cr) { return function (module, exports, require) { … }; })
 // made by esbuild from an entry in src/ (our glue) or from a built-in
 // package's own entry point. Node's built-in module names stay external in
 // every bundle, so `require("buffer")` inside the assert package reaches the
@@ -94,7 +94,13 @@ for (const e of entries) {
   const code = r.outputFiles[0].text;
   const file = path.join(out, e.unit + '.js');
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, '(function (module, exports, require, __cr) {' + code + '\n})');
+  // A unit is (function (__cr) { return function (module, exports, require) {…} }):
+  // the host facade __cr reaches the module body as a closure, never as an
+  // argument a tenant function could read through a sloppy caller's
+  // .arguments, and packages never use it. Our own glue (internal/, node/)
+  // is strict, so no tenant function it calls can reach it through .caller.
+  const strict = e.unit.startsWith('pkg/') ? '' : "'use strict';";
+  fs.writeFileSync(file, '(function (__cr) { return function (module, exports, require) {' + strict + code + '\n}; })');
   units.push(e.unit);
 }
 fs.writeFileSync(path.join(out, 'units.txt'), units.sort().join('\n') + '\n');

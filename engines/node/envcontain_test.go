@@ -221,3 +221,77 @@ const m = await import("./big.mjs"); for (;;) {}`})
 	}
 	trivialStillAnswers(t, r, os.Getpid())
 }
+
+// What a hostile tenant tried against the environment's plumbing (a
+// review of this round): none of it reaches the host facade, forges the
+// worker's own answers, or leaks into the next call.
+func TestTheEnvironmentsPlumbingIsOutOfReach(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	for name, tc := range map[string]struct{ code, result string }{
+		"no unit hands its facade to a tenant function through caller.arguments": {`let cr = null; const o = JSON.parse;
+JSON.parse = function f(s) { try { const c = f.caller; if (c && c.arguments) cr = c.arguments[3] || c.arguments[0]; } catch (_) {} return o(s); };
+process; require("fs"); new URL("https://x.y"); JSON.parse = o;
+return [cr === null || cr === undefined || typeof cr.native !== "function"]`, `[true]`},
+		"a replaced JSON.parse does not forge fs's answers": {`const fs = require("fs"); const o = JSON.parse;
+JSON.parse = () => ({ e: "forged worker text", q: true });
+let code; try { fs.readFileSync("nope.txt"); } catch (e) { code = e.code; } JSON.parse = o; return code`, `"ENOENT"`},
+		"a getter on Object.prototype does not forge a quota refusal": {`Object.defineProperty(Object.prototype, "q", { get() { return true; }, configurable: true });
+Object.defineProperty(Object.prototype, "e", { get() { return "forged"; }, configurable: true });
+let out; try { iii.files.write("a.txt", "x"); out = iii.files.readText("a.txt"); } finally { delete Object.prototype.q; delete Object.prototype.e; } return out`, `"x"`},
+		"a throwing setter on Object.prototype cannot make a timer that cannot be cleared": {`Object.defineProperty(Object.prototype, "_idleTimeout", { set() { throw new Error("no"); }, configurable: true });
+const t = setInterval(() => {}, 1000); delete Object.prototype._idleTimeout; clearInterval(t); return 1`, `1`},
+	} {
+		res, err := r.run(t, map[string]any{"lang": "node", "code": tc.code, "timeout_ms": 5000})
+		if err != nil || string(res.Result) != tc.result {
+			t.Errorf("%s: %v %+v", name, err, res)
+		}
+	}
+	// A setter on Array.prototype's first index cannot swallow or forge the
+	// record a call's answer is made from.
+	res, err := r.run(t, map[string]any{"lang": "node", "timeout_ms": 3000, "code": `Object.defineProperty(Array.prototype, "0", { set(v) {}, get() { return 999; }, configurable: true });
+return "real"`})
+	if err != nil || string(res.Result) != `"real"` {
+		t.Fatalf("%v %+v", err, res)
+	}
+	trivialStillAnswers(t, r, os.Getpid())
+}
+
+// process.exitCode belongs to the call that set it.
+func TestExitCodeDoesNotOutliveItsCall(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	k := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "code": `return 1`})
+	for i, tc := range []struct {
+		code string
+		exit int64
+	}{
+		{`setTimeout(() => { process.exitCode = 7 }, 20).unref(); return 1`, 0},
+		{`await new Promise((r) => setTimeout(r, 60)); return 2`, 0},
+		{`process.exitCode = 5; throw new Error("x")`, 1},
+		{`return process.exitCode === undefined`, 0},
+		{`process.exitCode = 3; return 1`, 1},
+		{`return 4`, 0},
+	} {
+		res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": tc.code})
+		if err != nil || res.ExitCode != tc.exit {
+			t.Fatalf("call %d %q: %v %+v", i, tc.code, err, res)
+		}
+	}
+}
+
+// Timers: refresh() starts a timeout again (it never fires early), and a
+// loop of arming and clearing holds no memory for what is gone.
+func TestTimerRefreshAndChurn(t *testing.T) {
+	r, _ := newLoopRig(t, func(c *configsvc.Config) { c.HeapMB = 32; c.ExternalMB = 16 })
+	res := mustRun(t, r, node(`const start = performance.now(); let fired;
+const t = setTimeout(() => { fired = performance.now() - start; }, 200);
+await new Promise((r) => setTimeout(r, 150)); t.refresh();
+await new Promise((r) => setTimeout(r, 300));
+return fired >= 340`))
+	if string(res.Result) != "true" {
+		t.Fatalf("%s", res.Result)
+	}
+	res2, err := r.run(t, map[string]any{"lang": "node", "timeout_ms": 60000, "code": `for (let i = 0; i < 1500000; i++) clearTimeout(setTimeout(() => {}, 1e9)); return 1`})
+	if err != nil || string(res2.Result) != "1" {
+		t.Fatalf("%v %+v", err, res2)
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/engines/node/jsenv"
 	"github.com/code-runner-go/code-runner/internal/buildinfo"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
@@ -82,8 +81,11 @@ func (h *host) envOp(op string, args []*v8.Value) (*v8.Value, bool) {
 		h.iso.TerminateExecution()
 		return nil, true
 	case "exitCode":
-		code, _ := strconv.Atoi(arg)
-		h.exitCode = code
+		// Per call: the task whose work set it (detached work's is ignored).
+		if owner := h.activeOwner(); owner != 0 {
+			code, _ := strconv.Atoi(arg)
+			h.exitCodes[owner] = code
+		}
 		return nil, true
 	case "uncaught":
 		h.uncaughtError(arg)
@@ -212,10 +214,7 @@ func (h *host) uncaughtError(text string) {
 		}
 		return
 	}
-	if h.detached < detachedMax {
-		h.detached += len(text)
-		h.send(&hostproto.Msg{T: "log", Level: "error", Text: "Uncaught " + text})
-	}
+	h.detachedLog("error", "Uncaught "+text)
 }
 
 // consoleRaw writes process.stdout/stderr text: it joins the call's
@@ -226,11 +225,7 @@ func (h *host) consoleRaw(arg string) {
 		return
 	}
 	if h.runTask == 0 {
-		if h.detached >= detachedMax {
-			return
-		}
-		h.detached += len(text)
-		h.send(&hostproto.Msg{T: "log", Level: level, Text: text})
+		h.detachedLog(level, text)
 		return
 	}
 	if h.truncated {

@@ -186,7 +186,7 @@ type host struct {
 	held       map[int64]doneRecord
 	uncaught   map[int64]string
 	exitReq    *exitRequest
-	exitCode   int
+	exitCodes  map[int64]int // process.exitCode set by each task's work
 	kept       bool
 	origin     time.Time // performance.now()'s zero (monotonic)
 	originWall time.Time // performance.timeOrigin
@@ -204,6 +204,11 @@ type host struct {
 	// current entry; they are released when it ends (v8go keeps every value
 	// alive until its context closes otherwise).
 	vals []*v8.Value
+	// nativeVals are the values native calls made (their answers),
+	// released at the next native call; nativeDepth counts native calls
+	// on the stack.
+	nativeVals  []*v8.Value
+	nativeDepth int
 }
 
 // Frame budgets: what may cross to the parent inside one frame.
@@ -405,7 +410,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.calls = map[int64]bool{}
 		h.callOwner = map[int64]int64{}
 		h.dropTimers()
-		h.exitReq, h.exitCode, h.owner = nil, 0, 0
+		h.exitReq, h.owner = nil, 0
 		h.memLimitKB.Store(0)
 		h.lastBudget, h.maxBudget = 0, 0
 		h.stdout.Reset()
@@ -567,7 +572,11 @@ func (h *host) bind(namespace string, fc *hostproto.FilesConf) error {
 // keep records a value to release when the current entry ends.
 func (h *host) keep(v *v8.Value) *v8.Value {
 	if v != nil {
-		h.vals = append(h.vals, v)
+		if h.nativeDepth > 0 {
+			h.nativeVals = append(h.nativeVals, v)
+		} else {
+			h.vals = append(h.vals, v)
+		}
 	}
 	return v
 }
@@ -578,6 +587,18 @@ func (h *host) releaseValues() {
 		v.Release()
 	}
 	h.vals = h.vals[:0]
+	h.releaseNativeValues()
+}
+
+// releaseNativeValues releases what native calls made: once a native call
+// has returned, V8 holds its own reference to what it answered, so a guest
+// loop of host calls (timers, the clock) does not pile up handles until its
+// entry ends.
+func (h *host) releaseNativeValues() {
+	for _, v := range h.nativeVals {
+		v.Release()
+	}
+	h.nativeVals = h.nativeVals[:0]
 }
 
 // call invokes a method of the prelude's host API, releasing its result.
@@ -683,6 +704,11 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 		h.exitTask(exit)
 	}
 	for _, r := range recs {
+		if !preludeStatus[r.status] || (r.status == hostproto.StatusOK && !json.Valid([]byte(r.text))) {
+			// Not a record the prelude makes: tenant code tampered with its
+			// way home. The task fails; nothing of the record is believed.
+			r = doneRecord{task: r.task, status: hostproto.StatusError, text: "Error: code-runner: the call's result record was tampered with"}
+		}
 		if msg, ok := h.uncaught[r.task]; ok {
 			r = doneRecord{task: r.task, status: hostproto.StatusError, text: msg}
 		}
@@ -704,11 +730,17 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 	return 0, false
 }
 
+// preludeStatus lists the statuses the prelude's records may carry.
+var preludeStatus = map[string]bool{
+	hostproto.StatusOK: true, hostproto.StatusError: true, hostproto.StatusQuota: true, hostproto.StatusMissing: true,
+	hostproto.StatusThrew: true, hostproto.StatusRefused: true,
+}
+
 // report answers one finished task.
 func (h *host) report(r doneRecord) {
-	if r.status == hostproto.StatusOK && h.exitCode != 0 && r.task == h.runTask {
+	if code := h.exitCodes[r.task]; r.status == hostproto.StatusOK && code != 0 && r.task == h.runTask {
 		// process.exitCode = n: the run fails as if it had called exit(n).
-		h.exitTask(&exitRequest{task: r.task, code: h.exitCode})
+		h.exitTask(&exitRequest{task: r.task, code: code})
 		return
 	}
 	if r.status == hostproto.StatusOK {
@@ -722,7 +754,6 @@ func (h *host) report(r doneRecord) {
 // 0 succeeds with a null result, any other code is a failure. Detached
 // work's exit ends nothing but that work.
 func (h *host) exitTask(ex *exitRequest) {
-	h.exitCode = 0
 	if _, ok := h.tasks[ex.task]; !ok || ex.task == 0 {
 		return
 	}
@@ -816,6 +847,7 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 	if len(text) > errorTextBudget {
 		text = capsfilter.StreamCap(text, capsfilter.Stderr, errorTextBudget)
 	}
+	delete(h.exitCodes, task)
 	m := &hostproto.Msg{T: "done", Task: task, Status: status, Error: text, Result: result}
 	if task == h.runTask && !h.kept {
 		// A one-shot's timers go with its isolate (contract §25.2).
@@ -834,6 +866,11 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 // native is the one function the prelude reaches the host through.
 func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
 	defer info.Release()
+	if h.nativeDepth == 0 {
+		h.releaseNativeValues() // the previous native call's answer is V8's now
+	}
+	h.nativeDepth++
+	defer func() { h.nativeDepth-- }()
 	args := info.Args()
 	if len(args) < 1 {
 		return nil
@@ -892,11 +929,7 @@ func fail(format string, args ...any) nativeResult {
 func (h *host) console(arg string) {
 	level, text, _ := strings.Cut(arg, "\x00")
 	if h.runTask == 0 {
-		if h.detached >= detachedMax {
-			return
-		}
-		h.detached += len(text)
-		h.send(&hostproto.Msg{T: "log", Level: level, Text: text})
+		h.detachedLog(level, text)
 		return
 	}
 	if h.truncated {
@@ -915,6 +948,20 @@ func (h *host) console(arg string) {
 		h.stderr.WriteString(text)
 		h.stderr.WriteByte('\n')
 	}
+}
+
+// detachedLog sends console output of work no call waits for to the
+// worker's log, cut at what is left of the runtime's detachedMax.
+func (h *host) detachedLog(level, text string) {
+	left := detachedMax - h.detached
+	if left <= 0 {
+		return
+	}
+	if len(text) > left {
+		text = strings.ToValidUTF8(text[:left], "")
+	}
+	h.detached += len(text)
+	h.send(&hostproto.Msg{T: "log", Level: level, Text: text})
 }
 
 // currentTask is the task guest code is running for — its deadline is the

@@ -26,7 +26,7 @@
   const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
   const WeakMapCtor = WeakMap;
   const wmSet = WeakMap.prototype.set, wmGet = WeakMap.prototype.get;
-  const arrayPush = Array.prototype.push, arraySplice = Array.prototype.splice, arrayJoin = Array.prototype.join;
+  const arrayPush = Array.prototype.push, arrayJoin = Array.prototype.join;
   const charCodeAt = String.prototype.charCodeAt;
   const apply = Reflect.apply;
 
@@ -38,14 +38,23 @@
   // answer turns a native operation's JSON answer — {"v": value} or
   // {"e": message, "k": "TypeError"|"Error", "q": bool} — into its value
   // or a thrown error.
+  // Only the answer's own properties count: a tenant's getter on
+  // Object.prototype must not forge an error (or a quota refusal, whose
+  // text becomes the worker's).
+  const hasOwnProperty = Object.prototype.hasOwnProperty;
+  function own(o, k) {
+    return apply(hasOwnProperty, o, [k]) ? o[k] : undefined;
+  }
   function answer(text) {
     const r = parse(text);
-    if (r.e !== undefined) {
-      const e = r.k === 'TypeError' ? new TypeErrorCtor(r.e) : r.k === 'RangeError' ? new RangeErrorCtor(r.e) : new ErrorCtor(r.e);
-      if (r.q) apply(wmSet, quotaErrors, [e, r.e]);
+    const msg = own(r, 'e');
+    if (msg !== undefined) {
+      const k = own(r, 'k');
+      const e = k === 'TypeError' ? new TypeErrorCtor(msg) : k === 'RangeError' ? new RangeErrorCtor(msg) : new ErrorCtor(msg);
+      if (own(r, 'q') === true) apply(wmSet, quotaErrors, [e, msg]);
       throw e;
     }
-    return r.v;
+    return own(r, 'v');
   }
   function host(op, arg) {
     return answer(native(op, arg));
@@ -84,21 +93,29 @@
   // process). cr is what our own units reach the host through; tenant
   // code never sees it.
   const units = new MapCtor();
-  const cr = {
+  let resetExitCode = null;
+  const cr = freeze({
     native,
     filesOn: filesEnabled,
     unit: loadUnit,
+    // The JSON of the isolate as it was before any tenant code ran: host
+    // answers are parsed with it, never with a JSON.parse a tenant replaced.
+    parse,
+    stringify,
+    own,
     markQuota(e, text) { apply(wmSet, quotaErrors, [e, text]); },
-  };
+    onRun(fn) { resetExitCode = fn; },
+  });
   function loadUnit(name) {
     const have = apply(mapGet, units, [name]);
     if (have !== undefined) return have.exports;
-    const fn = native('unit', name);
-    if (typeof fn !== 'function') throw new ErrorCtor(StringCtor(fn));
+    const outer = native('unit', name);
+    if (typeof outer !== 'function') throw new ErrorCtor(StringCtor(outer));
+    const fn = outer(cr);
     const module = { exports: {}, loading: true };
     apply(mapSet, units, [name, module]);
     try {
-      apply(fn, undefined, [module, module.exports, requireFn, cr]);
+      apply(fn, undefined, [module, module.exports, requireFn]);
     } catch (e) {
       apply(mapDelete, units, [name]);
       throw e;
@@ -377,8 +394,8 @@
   class Timeout {
     constructor(id, delay, repeat) {
       defineProperty(this, '_id', { value: id });
-      this._idleTimeout = delay;
-      this._repeat = repeat ? delay : null;
+      defineProperty(this, '_idleTimeout', { value: delay, writable: true, enumerable: true, configurable: true });
+      defineProperty(this, '_repeat', { value: repeat ? delay : null, writable: true, enumerable: true, configurable: true });
     }
     ref() { native('timer.ref', this._id + ',1'); return this; }
     unref() { native('timer.ref', this._id + ',0'); return this; }
@@ -401,10 +418,16 @@
       if (!(delay >= 1 && delay <= 2147483647)) delay = 1;
     }
     const id = ++timerSeq;
-    const r = native('timer.set', id + ',' + delay + ',' + (repeat ? 1 : 0) + ',' + (immediate ? 1 : 0));
-    if (r !== '') answer(r);
+    // Everything the tenant's code could interrupt comes before the host
+    // arms the timer: an armed timer always has its callback to clear.
     const t = immediate ? new Immediate(id) : new Timeout(id, delay, repeat);
-    apply(mapSet, timerFns, [id, { fn, args, repeat, t }]);
+    const entry = { fn, args, repeat, t };
+    apply(mapSet, timerFns, [id, entry]);
+    const r = native('timer.set', id + ',' + delay + ',' + (repeat ? 1 : 0) + ',' + (immediate ? 1 : 0));
+    if (r !== '') {
+      apply(mapDelete, timerFns, [id]);
+      answer(r);
+    }
     return t;
   }
   function clearTimer(t) {
@@ -620,9 +643,14 @@
   setGlobal('require', requireFn);
 
   // --- finished tasks, collected by the host after every entry ---
+  // Records are defined as own elements (never push, which would call a
+  // tenant's setter on Array.prototype and let it forge or swallow one).
   const done = [];
+  function append(arr, v) {
+    defineProperty(arr, arr.length, { value: v, writable: true, enumerable: true, configurable: true });
+  }
   function finish(task, status, text) {
-    apply(arrayPush, done, [{ task, status, text }]);
+    append(done, freeze({ task, status, text }));
   }
   function track(task, p) {
     apply(then, PromiseCtor.resolve(p), [
@@ -809,6 +837,7 @@
     // calls the run's function with it directly, so no frame of ours is on
     // the tenant's stack.
     mainModule() {
+      if (resetExitCode !== null) resetExitCode();
       const module = { id: '.', filename: '/scratch/<code>', exports: {}, loaded: false, children: [], paths: [] };
       requireFn.main = module;
       return module;
@@ -844,9 +873,11 @@
       const out = [];
       for (let i = 0; i < done.length; i++) {
         const d = done[i];
-        apply(arrayPush, out, [d.task, d.status, d.text]);
+        append(out, d.task);
+        append(out, d.status);
+        append(out, d.text);
       }
-      apply(arraySplice, done, [0, done.length]);
+      done.length = 0;
       return out;
     },
     settle(id, ok, text) {

@@ -20,6 +20,7 @@ const maxTimers = 10_000
 type timer struct {
 	id        int64
 	due       time.Time
+	delay     time.Duration // as armed (refresh starts it again)
 	every     time.Duration // 0: fires once
 	ref       bool
 	immediate bool
@@ -69,6 +70,24 @@ func (s *timerState) schedule(t *timer) {
 	s.seq++
 	t.gen = s.seq
 	heap.Push(&s.queue, timerEntry{due: t.due, seq: s.seq, id: t.id, gen: t.gen})
+	s.compact()
+}
+
+// compact drops stale entries (cleared or re-armed timers) once they
+// outnumber the live ones, so a loop of setTimeout/clearTimeout or of
+// refresh() holds no memory for what is gone.
+func (s *timerState) compact() {
+	if len(s.queue) <= 2*len(s.byID)+64 {
+		return
+	}
+	live := s.queue[:0]
+	for _, e := range s.queue {
+		if t, ok := s.byID[e.id]; ok && t.gen == e.gen {
+			live = append(live, e)
+		}
+	}
+	s.queue = live
+	heap.Init(&s.queue)
 }
 
 // next returns the pending timer due first, dropping stale entries.
@@ -111,6 +130,7 @@ func (h *host) timerOp(op, arg string) string {
 		}
 		t := &timer{id: id, ref: true, immediate: f[3] == "1", owner: h.activeOwner()}
 		d := time.Duration(delay * float64(time.Millisecond))
+		t.delay = d
 		if f[2] == "1" {
 			t.every = d
 		}
@@ -120,6 +140,7 @@ func (h *host) timerOp(op, arg string) string {
 	case "clear":
 		id, _ := strconv.ParseInt(arg, 10, 64)
 		delete(s.byID, id)
+		s.compact()
 	case "ref":
 		idText, on, _ := strings.Cut(arg, ",")
 		id, _ := strconv.ParseInt(idText, 10, 64)
@@ -135,11 +156,8 @@ func (h *host) timerOp(op, arg string) string {
 	case "refresh":
 		id, _ := strconv.ParseInt(arg, 10, 64)
 		if t, ok := s.byID[id]; ok {
-			d := t.every
-			if d == 0 {
-				return ""
-			}
-			t.due = time.Now().Add(d)
+			// As node: the timer starts again from now, with its delay.
+			t.due = time.Now().Add(t.delay)
 			s.schedule(t)
 		}
 	}
@@ -226,4 +244,5 @@ func (h *host) dropTimers() {
 	h.timers = newTimerState()
 	h.held = map[int64]doneRecord{}
 	h.uncaught = map[int64]string{}
+	h.exitCodes = map[int64]int{}
 }

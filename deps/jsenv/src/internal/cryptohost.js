@@ -13,9 +13,10 @@ function bytes(s) {
 }
 function answer(r) {
   if (r.length > 0 && r.charCodeAt(0) === 1) return bytes(r.slice(1));
-  const a = JSON.parse(r);
-  const e = new Error(a.e);
-  if (a.c) e.code = a.c;
+  const a = __cr.parse(r);
+  const e = new Error(__cr.own(a, 'e'));
+  const code = __cr.own(a, 'c');
+  if (code !== undefined) e.code = code;
   throw e;
 }
 exports.random = (n) => answer(native('crypto.random', String(n)));
@@ -23,6 +24,6 @@ exports.random = (n) => answer(native('crypto.random', String(n)));
 // with key, an HMAC.
 exports.digest = (alg, data, key) => answer(native('crypto.hash', key === undefined ? alg : alg + '\u0000' + bin(key), bin(data)));
 exports.pbkdf2 = (password, salt, iterations, keylen, digest) =>
-  answer(native('crypto.pbkdf2', JSON.stringify({ digest, iterations, keylen, salt: bin(salt) }), bin(password)));
+  answer(native('crypto.pbkdf2', __cr.stringify({ digest, iterations, keylen, salt: bin(salt) }), bin(password)));
 exports.bin = bin;
 exports.bytes = bytes;

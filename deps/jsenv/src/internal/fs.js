@@ -4,6 +4,7 @@
 // host is asked anything; the host checks the name again.
 const { Buffer } = require('buffer');
 const native = __cr.native;
+const parse = __cr.parse, stringify = __cr.stringify, own = __cr.own;
 
 const messages = {
   ENOENT: 'no such file or directory', EACCES: 'permission denied', EISDIR: 'illegal operation on a directory',
@@ -48,21 +49,19 @@ function target(p, syscall) {
   return { name: rest, path: p };
 }
 
-function host(op, arg, extra) {
-  const r = JSON.parse(extra === undefined ? native(op, arg) : native(op, arg, extra));
-  return r;
-}
 function check(r, syscall, path) {
-  if (r.e === undefined) return r.v;
+  const msg = own(r, 'e');
+  if (msg === undefined) return own(r, 'v');
+  const quota = own(r, 'q') === true;
   let code = 'EACCES';
-  if (r.q) code = 'ENOSPC';
-  else if (/no such file/.test(r.e)) code = 'ENOENT';
-  else if (/not a regular file/.test(r.e)) code = 'EISDIR';
+  if (quota) code = 'ENOSPC';
+  else if (/no such file/.test(msg)) code = 'ENOENT';
+  else if (/not a regular file/.test(msg)) code = 'EISDIR';
   const e = fsError(code, syscall, path);
-  if (r.q) __cr.markQuota(e, r.e);
+  if (quota) __cr.markQuota(e, msg);
   throw e;
 }
-function nameArg(name) { return JSON.stringify({ name, t: 'string' }); }
+function nameArg(name) { return stringify({ name, t: 'string' }); }
 
 function encodingOf(options) {
   if (typeof options === 'string') return options;
@@ -77,7 +76,7 @@ function readRaw(t, syscall) {
   if (t.dir) throw fsError('EISDIR', syscall === 'open' ? 'read' : syscall, undefined);
   const raw = native('files.read', nameArg(t.name));
   if (raw.length > 0 && raw.charCodeAt(0) === 1) return Buffer.from(raw.slice(1), 'latin1');
-  return check(JSON.parse(raw), syscall, t.path);
+  return check(parse(raw), syscall, t.path);
 }
 
 function stdinLike(p) { return p === 0 || p === '/dev/stdin'; }
@@ -104,7 +103,7 @@ function writeRaw(t, buf) {
   if (t.dir) throw fsError('EISDIR', 'open', t.path);
   let s = '';
   for (let i = 0; i < buf.length; i += 8192) s += String.fromCharCode.apply(null, buf.subarray(i, i + 8192));
-  check(JSON.parse(native('files.write', JSON.stringify({ name: t.name, t: 'string', has: true, binary: true }), s)), 'open', t.path);
+  check(parse(native('files.write', stringify({ name: t.name, t: 'string', has: true, binary: true }), s)), 'open', t.path);
 }
 
 function writeFileSync(p, data, options) {
@@ -125,9 +124,9 @@ function appendFileSync(p, data, options) {
 }
 
 function statName(t, syscall, quiet) {
-  const r = JSON.parse(native('files.stat', nameArg(t.name)));
-  if (r.e !== undefined) { if (quiet) return null; check(r, syscall, t.path); }
-  return r.v;
+  const r = parse(native('files.stat', nameArg(t.name)));
+  if (own(r, 'e') !== undefined) { if (quiet) return null; check(r, syscall, t.path); }
+  return own(r, 'v');
 }
 
 class Stats {
@@ -179,7 +178,7 @@ function readdirSync(p, options) {
     if (statName(t, 'scandir', true)) throw fsError('ENOTDIR', 'scandir', t.path);
     throw fsError('ENOENT', 'scandir', t.path);
   }
-  const names = check(JSON.parse(native('files.list', '')), 'scandir', t.path).map((f) => f.name);
+  const names = check(parse(native('files.list', '')), 'scandir', t.path).map((f) => f.name);
   if (options && typeof options === 'object' && options.withFileTypes) return names.map((n) => new Dirent(n));
   return names;
 }
@@ -187,20 +186,20 @@ function unlinkSync(p) {
   const t = target(p, 'unlink');
   if (t.dir) throw fsError('EISDIR', 'unlink', t.path);
   statName(t, 'unlink');
-  check(JSON.parse(native('files.remove', nameArg(t.name))), 'unlink', t.path);
+  check(parse(native('files.remove', nameArg(t.name))), 'unlink', t.path);
 }
 function rmSync(p, options) {
   const t = target(p, 'rm');
   if (t.dir) throw fsError('EPERM', 'rm', t.path);
   if (!statName(t, 'rm', true)) { if (options && options.force) return; throw fsError('ENOENT', 'rm', t.path); }
-  check(JSON.parse(native('files.remove', nameArg(t.name))), 'rm', t.path);
+  check(parse(native('files.remove', nameArg(t.name))), 'rm', t.path);
 }
 function renameSync(a, b) {
   const ta = target(a, 'rename'), tb = target(b, 'rename');
   if (ta.dir || tb.dir) throw fsError('EPERM', 'rename', ta.path, tb.path);
-  const r = JSON.parse(native('files.rename', JSON.stringify({ from: ta.name, to: tb.name })));
-  if (r.e !== undefined) {
-    if (/no such file/.test(r.e)) throw fsError('ENOENT', 'rename', ta.path, tb.path);
+  const r = parse(native('files.rename', stringify({ from: ta.name, to: tb.name })));
+  if (own(r, 'e') !== undefined) {
+    if (/no such file/.test(own(r, 'e'))) throw fsError('ENOENT', 'rename', ta.path, tb.path);
     throw fsError('EACCES', 'rename', ta.path, tb.path);
   }
 }

@@ -2,7 +2,7 @@
 // exit and exitCode end the current call (the host stops the isolate's
 // execution; a kept runtime lives on), stdout/stderr write into the call's
 // streams.
-const info = JSON.parse(__cr.native('info', ''));
+const info = __cr.parse(__cr.native('info', ''));
 const listeners = new Map();
 function stream(level, fd) {
   return { fd, isTTY: false, columns: 80, rows: 24, writable: true,
@@ -44,7 +44,7 @@ const proc = {
   exit, hrtime, cwd: () => '/scratch',
   chdir(dir) { const e = new Error('process.chdir() is not supported in code-runner'); e.code = 'ERR_WORKER_UNSUPPORTED_OPERATION'; throw e; },
   umask: () => 0o22, uptime: () => Number(BigInt(__cr.native('hrtime', '')) / 1000000n) / 1000,
-  memoryUsage() { return JSON.parse(__cr.native('memory', '')); },
+  memoryUsage() { return __cr.parse(__cr.native('memory', '')); },
   cpuUsage: () => ({ user: 0, system: 0 }), resourceUsage: () => ({}),
   nextTick(fn, ...args) {
     if (typeof fn !== 'function') { const e = new TypeError('The "callback" argument must be of type function'); e.code = 'ERR_INVALID_ARG_TYPE'; throw e; }
@@ -69,5 +69,7 @@ Object.defineProperty(proc, 'exitCode', {
   enumerable: true, configurable: true,
 });
 Object.defineProperty(proc, Symbol.toStringTag, { value: 'process' });
-__cr.resetExitCode = () => { exitCode = undefined; };
+// Each run starts with no exit code of its own (node's is per process;
+// here it is per call).
+__cr.onRun(() => { exitCode = undefined; });
 module.exports = proc;
