@@ -51,6 +51,26 @@ DEBS=(
 	"python3-typing-extensions|4.4.0-1|pool/main/p/python-typing-extensions/python3-typing-extensions_4.4.0-1_all.deb|e2f88fe73b6dac2907b29d709647eb66302776f7693f45b1e95e116ddedbddd3"
 	"python3-pyrsistent|0.18.1-1+b3|pool/main/p/pyrsistent/python3-pyrsistent_0.18.1-1+b3_amd64.deb|da9ab57e7889af9d077bbcf50fd7f3f29beb6e8f29b2d828324e971d34d463b3"
 	"python3-webencodings|0.5.1-5|pool/main/p/python-webencodings/python3-webencodings_0.5.1-5_all.deb|355ff9b773667ed2fd97e2fce9ae9101155d90cf5ff09171900bf46e611c0ccb"
+	# The documents agents are handed, and more batteries (issue 48).
+	"python3-openpyxl|3.0.9-1|pool/main/o/openpyxl/python3-openpyxl_3.0.9-1_all.deb|468490fc3f43f338efc03af25987956ca541b866378d8482a33d63d988e58ce9"
+	"python3-et-xmlfile|1.0.1-2.1|pool/main/p/python-et-xmlfile/python3-et-xmlfile_1.0.1-2.1_all.deb|a80d31fe47b34f693ea31ba08c1c9783e073c562258a47bf22cc51c05ed666ec"
+	"python3-jdcal|1.0-1.3|pool/main/j/jdcal/python3-jdcal_1.0-1.3_all.deb|943dcb5b2dccef662dec193bf1ca1b71d4a0e9221e276668f41b4d1d39ace9b5"
+	"python3-xlsxwriter|3.0.2-2|pool/main/x/xlsxwriter/python3-xlsxwriter_3.0.2-2_all.deb|08f682b576f661785ee1fb1c551046e55c195c2e45b36548184282885b2f9a3d"
+	"python3-pypdf|3.4.1-1+deb12u1|pool/main/p/pypdf/python3-pypdf_3.4.1-1+deb12u1_all.deb|6f18b24e42d4a72b6adee223fd60e3033adaf1bcbf06d3a8d6a63b1530a00750"
+	"python3-rich|13.3.1-1|pool/main/r/rich/python3-rich_13.3.1-1_all.deb|4922761342dd42eb989dcc148e7a251401caf0266796f9fb0907be262d4a4083"
+	"python3-pygments|2.14.0+dfsg-1|pool/main/p/pygments/python3-pygments_2.14.0+dfsg-1_all.deb|405734a57b8d2722d10413c511d9b63ee78bbbdab8b2b689d7295260bc9618a2"
+	"python3-markdown-it|2.1.0-5|pool/main/m/markdown-it-py/python3-markdown-it_2.1.0-5_all.deb|a2c9e79a96d824551639df11c7b942241f3b5adf3ccda07eaa0f77f4a83b3dc1"
+	"python3-mdurl|0.1.2-1|pool/main/m/mdurl/python3-mdurl_0.1.2-1_all.deb|2fc5e8527b2f322ef55b2c91a0c512cd5481998fc94c507dffcf5c2f66930ea1"
+	"python3-lark|1.1.5-1|pool/main/p/python-lark/python3-lark_1.1.5-1_all.deb|1555b1d017621215e91a7a1443845b0307705130b98ced8fa6a96c309d22ba42"
+	"python3-pyparsing|3.0.9-1|pool/main/p/pyparsing/python3-pyparsing_3.0.9-1_all.deb|891dcf12a125dcadbae7166ad8e9d1fd22a6f1bf431ca4bce9f810da30dcd472"
+	"python3-sortedcontainers|2.4.0-2|pool/main/s/sortedcontainers/python3-sortedcontainers_2.4.0-2_all.deb|b00fd22e4fd50d8ba44442607fc3c737186082b16648d3995b2e4fca642f53e1"
+	"python3-tomlkit|0.11.7-1|pool/main/p/python-tomlkit/python3-tomlkit_0.11.7-1_all.deb|986a2040fbc1eacb8d468edf5747c6bf63bb009b2583a5a407fb7ac054f4d423"
+	"python3-jmespath|1.0.1-1|pool/main/p/python-jmespath/python3-jmespath_1.0.1-1_all.deb|2b4351db7f00a8e4840140572b337a5005f897eaf6c7d9c929991e85a152d388"
+	"python3-humanize|4.4.0-1|pool/main/p/python-humanize/python3-humanize_4.4.0-1_all.deb|5263a07f20d0c6f787ed185a49ea7d084463cd2481fd74d5e6c620e206f9d18d"
+	"python3-unidecode|1.3.6-1|pool/main/u/unidecode/python3-unidecode_1.3.6-1_all.deb|4bbb0dbc5e6100bacec985eec97b62ace93220af39ca4f335e0521f8e926ccf7"
+	"python3-cachetools|5.2.0-1|pool/main/p/python-cachetools/python3-cachetools_5.2.0-1_all.deb|fb845e9f029b60a02e52314da773967da5c828489a92d81fa420b05da1e9d562"
+	"python3-isodate|0.6.1-1|pool/main/i/isodate/python3-isodate_0.6.1-1_all.deb|ff1a167eb7657bb281c358bec03f23db96c5761f07193f2341d47f86d7682847"
+	"python3-xmltodict|0.13.0-1.1~deb12u1|pool/main/p/python-xmltodict/python3-xmltodict_0.13.0-1.1~deb12u1_all.deb|1f1157b809b8890d93741916256bcda52b0f4bc3c283840544450f62a6652056"
 )
 # What the build runs: the interpreter that compiles the .pyc must be 3.11.
 PACKAGES=(python3.11 curl zip dpkg)

@@ -237,3 +237,36 @@ func parseTimes(b *testing.B, s string) []float64 {
 	}
 	return v[:]
 }
+
+// BenchmarkPythonDocumentImports: one-shots importing the document
+// libraries (`import openpyxl`, `import rich` + a table, `import pypdf`),
+// each beside a fresh /usr/bin/python3 importing the very same files (the
+// bundle's site-packages, .pyc included, unpacked to a directory).
+func BenchmarkPythonDocumentImports(b *testing.B) {
+	pkgs, err := pywasm.Packages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := os.CopyFS(dir, pkgs); err != nil {
+		b.Fatal(err)
+	}
+	site := dir + "/site-packages"
+	r := newRig(b, func(c *configsvc.Config) { c.WarmPoolPython = 2 })
+	_ = r.eng.WaitReady(context.Background())
+	time.Sleep(3 * time.Second)
+	n := max(b.N, 10)
+	for _, m := range []struct{ name, code string }{
+		{"openpyxl", "import openpyxl"},
+		{"rich", "import rich.console, rich.table\nrich.table.Table('a')"},
+		{"pypdf", "import pypdf"},
+	} {
+		ours := benchutil.TimeEach(n, func() { benchRun(b, r, py(m.code)) }, func() { time.Sleep(600 * time.Millisecond) })
+		base := benchutil.Time(n, func() {
+			benchutil.Spawn(b, "/usr/bin/python3", "-c", "import sys; sys.path.insert(0, "+fmt.Sprintf("%q", site)+")\n"+m.code)
+		})
+		ours.Report(b, m.name)
+		base.Report(b, m.name+"-python3")
+		benchutil.Ratio(b, "x-faster-than-python3/"+m.name, ours, base)
+	}
+}

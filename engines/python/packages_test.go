@@ -95,6 +95,33 @@ try:
 except jsonschema.ValidationError as e:
     result = e.message`,
 		`"'x' is not of type 'integer'"`},
+	// The documents agents are handed, and more batteries (issue 48): each
+	// answer is what /usr/bin/python3 (3.11) gives running the same code over
+	// the same files of the bundle.
+	{"xlsx: xlsxwriter writes, openpyxl reads (formulas, dates, sheets)",
+		"import datetime, io, xlsxwriter, openpyxl\nbuf = io.BytesIO()\nwb = xlsxwriter.Workbook(buf, {'in_memory': True})\nws = wb.add_worksheet('Sales')\ndate_fmt = wb.add_format({'num_format': 'yyyy-mm-dd'})\nws.write_row(0, 0, ['item', 'qty', 'price', 'when'])\nrows = [('apple', 3, 0.5, datetime.date(2024, 1, 2)), ('pear', 5, 0.75, datetime.date(2024, 2, 29))]\nfor i, (name, q, p, d) in enumerate(rows, start=1):\n    ws.write(i, 0, name); ws.write(i, 1, q); ws.write(i, 2, p); ws.write_datetime(i, 3, datetime.datetime.combine(d, datetime.time()), date_fmt)\nws.write_formula(3, 1, '=SUM(B2:B3)')\nnotes = wb.add_worksheet('Notes')\nnotes.write(0, 0, 'zürich ✓')\nwb.close()\nwith open('/work/book.xlsx', 'wb') as f:\n    f.write(buf.getvalue())\nbook = openpyxl.load_workbook('/work/book.xlsx')\ns = book['Sales']\nresult = [book.sheetnames, [c.value for c in s[1]], s['A3'].value, s['B4'].value, s['D3'].value.isoformat(), s.max_row, book['Notes']['A1'].value]",
+		"[[\"Sales\",\"Notes\"],[\"item\",\"qty\",\"price\",\"when\"],\"pear\",\"=SUM(B2:B3)\",\"2024-02-29T00:00:00\",4,\"zürich ✓\"]"},
+	{"xlsx: openpyxl writes and reads back (merged cells, dates)",
+		"import openpyxl, datetime\nwb = openpyxl.Workbook()\nws = wb.active\nws.title = 'T'\nws.append(['n', 'sq'])\nfor n in range(1, 4):\n    ws.append([n, n * n])\nws['C1'] = datetime.datetime(2024, 5, 6, 7, 8)\nws.merge_cells('A6:B6')\nwb.create_sheet('Other').append(['x'])\nwb.save('/work/o.xlsx')\nrb = openpyxl.load_workbook('/work/o.xlsx')\nt = rb['T']\nresult = [rb.sheetnames, [[c.value for c in r] for r in t.iter_rows(min_row=1, max_row=4, max_col=2)], t['C1'].value.isoformat(), [str(m) for m in t.merged_cells.ranges]]",
+		"[[\"T\",\"Other\"],[[\"n\",\"sq\"],[1,1],[2,4],[3,9]],\"2024-05-06T07:08:00\",[\"A6:B6\"]]"},
+	{"pdf: pypdf writes pages, text and metadata, and reads them",
+		"import io\nfrom pypdf import PdfWriter, PdfReader\nfrom pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject\nw = PdfWriter()\nfor text in ('Hello page one', 'Second page here'):\n    page = w.add_blank_page(width=300, height=200)\n    font = DictionaryObject({NameObject('/Type'): NameObject('/Font'), NameObject('/Subtype'): NameObject('/Type1'), NameObject('/BaseFont'): NameObject('/Helvetica')})\n    page[NameObject('/Resources')] = DictionaryObject({NameObject('/Font'): DictionaryObject({NameObject('/F1'): w._add_object(font)})})\n    stream = DecodedStreamObject()\n    stream.set_data(('BT /F1 12 Tf 20 100 Td (%s) Tj ET' % text).encode())\n    page[NameObject('/Contents')] = w._add_object(stream)\nw.add_metadata({'/Title': 'Report', '/Author': 'agent'})\nbuf = io.BytesIO(); w.write(buf)\nr = PdfReader(io.BytesIO(buf.getvalue()))\nresult = [len(r.pages), [p.extract_text() for p in r.pages], r.metadata.title, r.metadata.author, float(r.pages[0].mediabox.width)]",
+		"[2,[\"Hello page one\",\"Second page here\"],\"Report\",\"agent\",300.0]"},
+	{"rich: a table exported as text",
+		"from rich.console import Console\nfrom rich.table import Table\nc = Console(record=True, width=40, color_system=None, force_terminal=False)\nt = Table(title='Scores')\nt.add_column('name'); t.add_column('points', justify='right')\nt.add_row('ada', '3'); t.add_row('bob', '12')\nc.print(t)\nc.print('[bold]done[/bold]')\nresult = c.export_text()",
+		"\"     Scores      \\n┏━━━━━━┳━━━━━━━━┓\\n┃ name ┃ points ┃\\n┡━━━━━━╇━━━━━━━━┩\\n│ ada  │      3 │\\n│ bob  │     12 │\\n└──────┴────────┘\\ndone\\n\""},
+	{"lark: a grammar parses and transforms",
+		"from lark import Lark, Transformer\ng = Lark(r\"\"\"\n?expr: expr \"+\" term -> add | term\n?term: term \"*\" atom -> mul | atom\n?atom: NUMBER -> num | \"(\" expr \")\"\n%import common.NUMBER\n%import common.WS\n%ignore WS\n\"\"\", start='expr')\nclass Calc(Transformer):\n    def add(self, a): return a[0] + a[1]\n    def mul(self, a): return a[0] * a[1]\n    def num(self, a): return int(a[0])\ntree = g.parse('2 * (3 + 4) + 1')\nresult = [Calc().transform(tree), tree.data]",
+		"[15,\"add\"]"},
+	{"tomlkit: a round trip keeps comments",
+		"import tomlkit\nsrc = '# settings\\n[server]\\nport = 8080  # the port\\nhosts = [\"a\", \"b\"]\\n'\ndoc = tomlkit.parse(src)\ndoc['server']['port'] = 9090\ndoc['server']['hosts'].append('c')\nresult = [tomlkit.dumps(doc), doc['server']['port']]",
+		"[\"# settings\\n[server]\\nport = 9090  # the port\\nhosts = [\\\"a\\\", \\\"b\\\", \\\"c\\\"]\\n\",9090]"},
+	{"pyparsing, sortedcontainers, jmespath, humanize, unidecode, cachetools, isodate, xmltodict",
+		"import pyparsing as pp, sortedcontainers, jmespath, humanize, unidecode, cachetools, isodate, xmltodict, datetime\nword = pp.Word(pp.alphas) + pp.Suppress('=') + pp.Word(pp.nums)\nsl = sortedcontainers.SortedList([5, 1, 4]); sl.add(3)\ncache = cachetools.LRUCache(maxsize=2); cache['a'] = 1; cache['b'] = 2; cache['c'] = 3\nresult = [word.parse_string('x = 42').as_list(), list(sl), sl.bisect_left(4),\n  jmespath.search('people[?age > `30`].name', {'people': [{'name': 'a', 'age': 25}, {'name': 'b', 'age': 40}]}),\n  humanize.intcomma(1234567), humanize.naturalsize(1048576), unidecode.unidecode('Straße Ærø 北京'), sorted(cache.keys()),\n  str(isodate.parse_duration('P1DT2H')), isodate.parse_datetime('2024-03-04T05:06:07Z').isoformat(),\n  xmltodict.parse('<r><a x=\"1\">t</a><a>u</a></r>'), xmltodict.unparse({'r': {'b': '1'}}, full_document=False)]",
+		"[[\"x\",\"42\"],[1,3,4,5],2,[\"b\"],\"1,234,567\",\"1.0 MB\",\"Strasse AEro Bei Jing \",[\"b\",\"c\"],\"1 day, 2:00:00\",\"2024-03-04T05:06:07+00:00\",{\"r\":{\"a\":[{\"@x\":\"1\",\"#text\":\"t\"},\"u\"]}},\"<r><b>1</b></r>\"]"},
+	{"rich + pygments + markdown-it render markdown to text",
+		"from rich.console import Console\nfrom rich.markdown import Markdown\nfrom rich.syntax import Syntax\nimport markdown_it\nc = Console(record=True, width=40, color_system=None)\nc.print(Markdown('# Title\\n\\n* one\\n* two'))\nc.print(Syntax('x = 1', 'python'))\nresult = [c.export_text(), markdown_it.MarkdownIt().render('**b**')]",
+		"[\"┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓\\n┃                Title                 ┃\\n┗━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┛\\n\\n • one                                  \\n • two                                  \\nx = 1                                   \\n\",\"<p><strong>b</strong></p>\\n\"]"},
 }
 
 // Every bundled library imports and works in a one-shot, whose interpreter
@@ -174,6 +201,23 @@ result = G.number_of_edges()`})
 	}
 	if err != nil && err.Code == core.CodeTimeout {
 		t.Fatalf("a graph past the memory cap ran to its deadline: %v", err)
+	}
+	// The document libraries: a workbook too big for the deadline, a
+	// table too big for the memory cap.
+	for _, tc := range []struct {
+		code string
+		req  map[string]any
+		want core.Code
+	}{
+		{"import openpyxl\nwb = openpyxl.Workbook()\nws = wb.active\nfor i in range(10**7):\n    ws.append([i, i * 2, str(i)])", map[string]any{"timeout_ms": 1500}, core.CodeTimeout},
+		{"from rich.table import Table\nt = Table()\nt.add_column('x')\nfor i in range(10**8):\n    t.add_row('x' * 100)", map[string]any{"timeout_ms": 60000, "memory_mb": 64}, core.CodeResourceExhausted},
+		{"import io\nfrom pypdf import PdfWriter\nw = PdfWriter()\nwhile True:\n    w.add_blank_page(width=100, height=100)", map[string]any{"timeout_ms": 1500}, core.CodeTimeout},
+	} {
+		tc.req["code"] = tc.code
+		res, err := r.run(t, tc.req)
+		if err == nil || (err.Code != tc.want && !(tc.want == core.CodeResourceExhausted && err.Code == core.CodeTimeout)) {
+			t.Fatalf("%q: %+v %v, want %s", tc.code, res, err, tc.want)
+		}
 	}
 	if res := r.mustRun(t, "import sympy\nresult = str(sympy.factorint(91))"); string(res.Result) != `"{7: 1, 13: 1}"` {
 		t.Fatalf("after the heavy turns: %s %s", res.Result, res.Stderr)

@@ -339,7 +339,7 @@ var RETURN_HINT = {
   node: "node runs code as a function body — use `return` to send a value back",
   python: "python runs code as a module — assign `result` to send a value back"
 };
-var PYTHON_LIBRARIES = "sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, pydantic, jsonschema, attrs, toolz, more_itertools, tabulate, chardet, idna, packaging";
+var PYTHON_LIBRARIES = "openpyxl, xlsxwriter, pypdf, sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, rich, pygments, markdown_it, lark, pyparsing, tomlkit, xmltodict, jmespath, pydantic, jsonschema, attrs, toolz, more_itertools, sortedcontainers, cachetools, tabulate, humanize, unidecode, isodate, chardet, idna, packaging";
 function missingModule(stderr) {
   if (typeof stderr !== "string") return null;
   const m = /ModuleNotFoundError: No module named '([^']+)'/.exec(stderr);

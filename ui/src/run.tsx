@@ -11,7 +11,7 @@ const RETURN_HINT: Record<string, string> = {
 
 /** PYTHON_LIBRARIES is what a python guest can import beyond the standard library. */
 export const PYTHON_LIBRARIES =
-  'sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, pydantic, jsonschema, attrs, toolz, more_itertools, tabulate, chardet, idna, packaging'
+  'openpyxl, xlsxwriter, pypdf, sympy, networkx, dateutil, pytz, yaml, jinja2, bs4, markdown, rich, pygments, markdown_it, lark, pyparsing, tomlkit, xmltodict, jmespath, pydantic, jsonschema, attrs, toolz, more_itertools, sortedcontainers, cachetools, tabulate, humanize, unidecode, isodate, chardet, idna, packaging'
 
 /** missingModule names the module a python failure could not import, if that is how it failed. */
 export function missingModule(stderr: unknown): string | null {
