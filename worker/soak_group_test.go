@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/iii/iiitest"
 	"github.com/code-runner-go/code-runner/internal/procfs"
 )
 
@@ -31,12 +32,27 @@ import (
 // process and its isolate hosts), goroutines and descriptors must not
 // grow by more than 10 % from the first kill to the end.
 func TestSoakGroup(t *testing.T) {
+	// Both engine modes (contract §24): a 0.22 engine, where the last
+	// writer of a shared id wins, and a 0.23 one, which refuses it.
+	for _, mode := range []struct {
+		name     string
+		refusing bool
+	}{{"engine-0.22", false}, {"engine-0.23", true}} {
+		t.Run(mode.name, func(t *testing.T) { soakGroup(t, mode.refusing) })
+	}
+}
+
+func soakGroup(t *testing.T, refusing bool) {
 	every, span := soakDuration("SOAK_GROUP_KILL_EVERY", 60*time.Second), soakDuration("SOAK_GROUP_FOR", 4*time.Minute)
 	bin := filepath.Join(t.TempDir(), "code-runner")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/code-runner").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	e := discardingEngine(t)
+	e, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true, Refusing: refusing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
 	survivor := startServe(t, e, ServeOptions{WorkerName: "cr-survivor"})
 	defer survivor.stop()
 	ctx := context.Background()

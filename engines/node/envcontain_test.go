@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"strings"
@@ -293,5 +295,20 @@ return fired >= 340`))
 	res2, err := r.run(t, map[string]any{"lang": "node", "timeout_ms": 60000, "code": `for (let i = 0; i < 1500000; i++) clearTimeout(setTimeout(() => {}, 1e9)); return 1`})
 	if err != nil || string(res2.Result) != "1" {
 		t.Fatalf("%v %+v", err, res2)
+	}
+}
+
+// Hashing a large buffer costs about its size, not a multiple of it (it
+// reaches the host in pieces).
+func TestHashingALargeBufferFitsItsCaps(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	res, err := r.run(t, map[string]any{"lang": "node", "timeout_ms": 30000, "code": `const c = require("crypto");
+const big = Buffer.alloc(24 << 20, 0xff);
+const d = await crypto.subtle.digest("SHA-256", big);
+return [c.createHash("sha256").update(big).digest("hex"), Buffer.from(d).toString("hex"), c.createHmac("sha1", "k").update(big).digest("hex").length]`})
+	sum := sha256.Sum256(bytes.Repeat([]byte{0xff}, 24<<20))
+	want := fmt.Sprintf(`["%x","%x",40]`, sum, sum)
+	if err != nil || string(res.Result) != want {
+		t.Fatalf("%v %s", err, res.Result)
 	}
 }

@@ -104,6 +104,41 @@ func (h *host) envOp(op string, args []*v8.Value) (*v8.Value, bool) {
 			data = args[2].String()
 		}
 		return h.str(hashOp(arg, data)), true
+	case "crypto.hashOpen":
+		// A digest fed in pieces (crypto.hashWrite, at most hashPiece bytes
+		// each), so hashing a large buffer never turns it into one huge
+		// string on its way here.
+		mk, key, isHmac, ok := hashSpec(arg)
+		if !ok {
+			return h.str(`{"e":"Digest method not supported","c":"ERR_CRYPTO_INVALID_DIGEST"}`), true
+		}
+		if len(h.hashes) >= maxOpenHashes {
+			return h.str(`{"e":"too many hashes in progress (limit 256): call digest() on some first"}`), true
+		}
+		h.hashSeq++
+		if isHmac {
+			h.hashes[h.hashSeq] = hmac.New(mk, key)
+		} else {
+			h.hashes[h.hashSeq] = mk()
+		}
+		return h.str(strconv.FormatInt(h.hashSeq, 10)), true
+	case "crypto.hashWrite":
+		id, _ := strconv.ParseInt(arg, 10, 64)
+		if hh, ok := h.hashes[id]; ok && len(args) > 2 {
+			data := args[2].String()
+			if len(data) <= 2*hashPiece { // a one-byte string of at most hashPiece chars, as UTF-8
+				hh.Write(binaryStringToBytes(data))
+			}
+		}
+		return nil, true
+	case "crypto.hashSum":
+		id, _ := strconv.ParseInt(arg, 10, 64)
+		hh, ok := h.hashes[id]
+		if !ok {
+			return h.str(`{"e":"Digest already called","c":"ERR_CRYPTO_HASH_FINALIZED"}`), true
+		}
+		delete(h.hashes, id)
+		return h.str("\x01" + bytesToBinaryString(hh.Sum(nil))), true
 	case "crypto.pbkdf2":
 		password := ""
 		if len(args) > 2 {
@@ -265,17 +300,30 @@ func newHash(alg string) (func() hash.Hash, bool) {
 	return nil, false
 }
 
+// Streamed digests: a piece's size, and how many may be open at once.
+const (
+	hashPiece     = 1 << 20
+	maxOpenHashes = 256
+)
+
+// hashSpec reads "alg" or, for an HMAC, "alg\x00key" (key a one-byte
+// string).
+func hashSpec(head string) (mk func() hash.Hash, key []byte, isHmac, ok bool) {
+	alg, k, isHmac := strings.Cut(head, "\x00")
+	mk, ok = newHash(alg)
+	return mk, binaryStringToBytes(k), isHmac, ok
+}
+
 // hashOp digests data (a one-byte string) with "alg" or, for an HMAC,
 // "alg\x00key", answering "\x01" and the digest as a one-byte string.
 func hashOp(head, data string) string {
-	alg, key, isHmac := strings.Cut(head, "\x00")
-	mk, ok := newHash(alg)
+	mk, key, isHmac, ok := hashSpec(head)
 	if !ok {
 		return `{"e":"Digest method not supported","c":"ERR_CRYPTO_INVALID_DIGEST"}`
 	}
 	var hh hash.Hash
 	if isHmac {
-		hh = hmac.New(mk, binaryStringToBytes(key))
+		hh = hmac.New(mk, key)
 	} else {
 		hh = mk()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/code-runner-go/code-runner/limits"
+	"hash"
 	"io"
 	"os"
 	"regexp"
@@ -81,7 +82,7 @@ func RunHost(in HostInput, out io.Writer) int {
 	}
 	h.packageList = strings.Join(names, ",")
 	h.envOff = os.Getenv("CODE_RUNNER_BENCH_NO_JSENV") == "1"
-	h.dropTimers()
+	h.dropRunState()
 	h.procs = runtime.GOMAXPROCS(0)
 	h.procsNow = h.procs
 	h.guard = &guard{
@@ -186,7 +187,9 @@ type host struct {
 	held       map[int64]doneRecord
 	uncaught   map[int64]string
 	exitReq    *exitRequest
-	exitCodes  map[int64]int // process.exitCode set by each task's work
+	exitCodes  map[int64]int       // process.exitCode set by each task's work
+	hashes     map[int64]hash.Hash // digests being fed (crypto.hashOpen)
+	hashSeq    int64
 	kept       bool
 	origin     time.Time // performance.now()'s zero (monotonic)
 	originWall time.Time // performance.timeOrigin
@@ -409,7 +412,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.runTask, h.inflight, h.detached = 0, 0, 0
 		h.calls = map[int64]bool{}
 		h.callOwner = map[int64]int64{}
-		h.dropTimers()
+		h.dropRunState()
 		h.exitReq, h.owner = nil, 0
 		h.memLimitKB.Store(0)
 		h.lastBudget, h.maxBudget = 0, 0
@@ -851,7 +854,7 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 	m := &hostproto.Msg{T: "done", Task: task, Status: status, Error: text, Result: result}
 	if task == h.runTask && !h.kept {
 		// A one-shot's timers go with its isolate (contract §25.2).
-		h.dropTimers()
+		h.dropRunState()
 	}
 	if task == h.runTask {
 		if h.truncated {

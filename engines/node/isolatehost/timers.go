@@ -2,6 +2,7 @@ package isolatehost
 
 import (
 	"container/heap"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -239,10 +240,12 @@ func (h *host) releaseHeld() {
 	}
 }
 
-// dropTimers forgets every timer (a one-shot's end, a recycle).
-func (h *host) dropTimers() {
+// dropRunState forgets every timer, held answer, exit code and digest in
+// progress (a one-shot's end, a recycle).
+func (h *host) dropRunState() {
 	h.timers = newTimerState()
 	h.held = map[int64]doneRecord{}
 	h.uncaught = map[int64]string{}
 	h.exitCodes = map[int64]int{}
+	h.hashes = map[int64]hash.Hash{}
 }
