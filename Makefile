@@ -123,18 +123,19 @@ bench: go-deps wasm jsenv bench/peers/node_modules/.stamp
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./engines/node/ ./engines/python/ ./worker/ ./iii/ ./internal/spinread/ ./engines/node/isolatehost/ ./telemetry/
 
-## soak: the bounded soak (about 5 minutes here; build tag soak, not part of
+## soak: the bounded soak (about 15 minutes here; build tag soak, not part of
 ## `make test`): 10,000 node and 10,000 python one-shots, 1,000 kept-runtime
 ## cycles per language and 1,000 register_function cycles from 8 concurrent
 ## callers through the test engine, one engine disconnect in the middle. It
 ## prints RSS, goroutines, descriptors, child processes and temp entries at
 ## start, middle and end, and fails on any wrong answer or on growth of more
-## than 10 % from the middle to the end. Then its group variant (about 5
-## minutes more): two workers, 8 callers of mixed work, the second worker
-## (the real binary) SIGKILLed and started again every 60 s for 4 minutes;
-## no wrong answer, every failure explained by a kill, the survivor flat.
-soak: go-deps wasm
-	$(GO) test -tags soak -run '^TestSoak(Group)?$$' -v -count=1 -timeout 25m ./worker/
+## than 10 % from the middle to the end. Then its group variant, once on a
+## 0.22 engine and once on a 0.23 one (about 5 minutes each): two workers, 8
+## callers of mixed work, the second worker (the real binary) SIGKILLed and
+## started again every 60 s for 4 minutes; no wrong answer, every failure
+## explained by a kill, the survivor flat.
+soak: go-deps wasm jsenv
+	$(GO) test -tags soak -run '^TestSoak(Group)?$$' -v -count=1 -timeout 35m ./worker/
 
 clean:
 	rm -rf bin e2e/node_modules ui/node_modules bench/peers/node_modules ui/browser/out $(WASM_DST) $(WASM_DIR)/stdlib.zip $(WASM_DIR)/SHA256SUMS $(PKGS_DST) $(WASM_DIR)/SHA256SUMS.pkgs
