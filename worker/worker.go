@@ -79,7 +79,20 @@ const OutcomeGuestError = "guest_error"
 // the kill — never guest text or a runtime id.
 func Trace(tel *telemetry.Telemetry, log *slog.Logger) core.Stage {
 	if tel == nil {
-		return nil
+		if log == nil {
+			return nil
+		}
+		// Telemetry off: the WARN record still goes to the worker's log.
+		return func(next core.Handler) core.Handler {
+			return func(ctx context.Context, call *core.Call) (any, error) {
+				res, err := next(ctx, call)
+				if err != nil && core.WireOf(err, call.FunctionID).Code == string(core.CodeEngine) {
+					log.WarnContext(ctx, "a call answered code-runner::engine", "function_id", call.FunctionID,
+						"failure", capsfilter.RedactRuntimeIDs(core.AsError(err, call.FunctionID).Text))
+				}
+				return res, err
+			}
+		}
 	}
 	return func(next core.Handler) core.Handler {
 		return func(ctx context.Context, call *core.Call) (any, error) {

@@ -312,3 +312,41 @@ return [c.createHash("sha256").update(big).digest("hex"), Buffer.from(d).toStrin
 		t.Fatalf("%v %s", err, res.Result)
 	}
 }
+
+// A definition answers when its code has run: timers it arms at the top
+// level run later (a periodic refresh is a common pattern), and a
+// definition that exits registers nothing.
+func TestADefinitionDoesNotWaitForItsTimers(t *testing.T) {
+	r, bus := newBusRig(t, nil)
+	if _, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "tick::f", "lang": "node",
+		"source": "let n = 0; setInterval(() => n++, 5); function handler() { return n }"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if v, err := bus.Invoke(t, "tick::f", `{}`); err != nil || string(v) == "0" {
+		t.Fatalf("%s %v: the definition's interval did not run", v, err)
+	}
+	if _, err := r.call(t, core.FnRegisterFunction, map[string]any{"function_id": "tick::exits", "lang": "node",
+		"source": "process.exit(0); function handler() { return 1 }"}); err == nil || !strings.Contains(err.Error(), "process.exit(0)") {
+		t.Fatalf("a definition that exits: %v", err)
+	}
+	if bus.Has("tick::exits") {
+		t.Fatal("a definition that exited left its id registered")
+	}
+}
+
+// A call that ends by an uncaught error takes the timers it armed with
+// it, as node's process would.
+func TestACallsTimersEndWithItsUncaughtError(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	k := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "code": "globalThis.n = 0; return 1"})
+	res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": "setInterval(() => { n++; if (n === 2) throw new Error('tick') }, 5)"})
+	if err != nil || res.ExitCode != 1 || !strings.Contains(res.Stderr, "Error: tick") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	time.Sleep(100 * time.Millisecond)
+	res, err = r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": "return n"})
+	if err != nil || string(res.Result) != "2" {
+		t.Fatalf("the interval outlived its call's error: %v %+v", err, res)
+	}
+}

@@ -373,6 +373,9 @@ func (r *pyRuntime) runTurnOn(ctx context.Context, ip *interp, frame []byte, bri
 				}
 			}()
 		case <-regained:
+			if res, killed := r.killVerdict(ctx, ip); killed {
+				return res
+			}
 			held, outstanding = true, false
 			_ = ip.send(pending)
 			pending = nil

@@ -264,7 +264,7 @@ func (h *host) next() (*hostproto.Msg, error) {
 			// A timer is due: give the input a moment first once a
 			// millisecond, so replies and new tasks are not starved by a
 			// busy interval.
-			if time.Since(h.lastIO) < time.Millisecond {
+			if time.Since(h.lastIO) < timerIOGlance {
 				return nil, errTimerDue
 			}
 			h.lastIO = time.Now()
@@ -273,6 +273,11 @@ func (h *host) next() (*hostproto.Msg, error) {
 	}
 	return h.readUntil(next)
 }
+
+// timerIOGlance is how often a loop kept busy by due timers looks at its
+// input. A look costs up to a millisecond in a kept host (its wait in
+// poll(2) has millisecond steps), so at most a fifth of a busy loop's time.
+const timerIOGlance = 5 * time.Millisecond
 
 // errTimerDue is next's answer when a timer is due and the input was
 // looked at moments ago.
@@ -407,7 +412,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		// sandbox's pointer tables to it, re-protecting its pages) was
 		// most of a recycle.
 		oldCtx, oldIso := h.ctx, h.iso
-		h.api, h.files, h.namespace = nil, nil, ""
+		h.api, h.files, h.namespace, h.requireFn = nil, nil, "", nil
 		h.tasks = map[int64]*hostTask{}
 		h.runTask, h.inflight, h.detached = 0, 0, 0
 		h.calls = map[int64]bool{}
@@ -519,9 +524,11 @@ func (h *host) init(heapMB int64, filesOn bool) error {
 	}
 	// Warm the paths every run takes (script compile, track, takeDone) so the
 	// first tenant run does not pay for their lazy compilation.
-	if req, err := h.api.Get("require"); err == nil {
-		h.requireFn = req // kept for the isolate's life
+	req, err := h.api.Get("require")
+	if err != nil {
+		return fmt.Errorf("prelude: no require: %w", err)
 	}
+	h.requireFn = req // kept for the isolate's life
 	_ = h.runMain(0, "")
 	if d, err := h.api.MethodCall("takeDone"); err == nil {
 		h.keep(d)
@@ -715,16 +722,18 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 		if msg, ok := h.uncaught[r.task]; ok {
 			r = doneRecord{task: r.task, status: hostproto.StatusError, text: msg}
 		}
-		if r.status == hostproto.StatusOK && h.timerHolds(r.task) {
+		if r.status == hostproto.StatusOK && h.waitsForTimers(r.task) {
 			h.held[r.task] = r
 			continue
 		}
 		h.report(r)
 	}
-	// An uncaught error ends its task now, whatever it was waiting for.
+	// An uncaught error ends its task now, whatever it was waiting for,
+	// and the timers it armed with it (node's process would have ended).
 	for task, msg := range h.uncaught {
 		delete(h.uncaught, task)
 		delete(h.held, task)
+		h.timers.dropOwnedBy(task)
 		h.finish(task, hostproto.StatusError, msg, nil)
 	}
 	h.releaseHeld()
@@ -757,12 +766,17 @@ func (h *host) report(r doneRecord) {
 // 0 succeeds with a null result, any other code is a failure. Detached
 // work's exit ends nothing but that work.
 func (h *host) exitTask(ex *exitRequest) {
-	if _, ok := h.tasks[ex.task]; !ok || ex.task == 0 {
+	tk, ok := h.tasks[ex.task]
+	if !ok || ex.task == 0 {
 		return
 	}
 	delete(h.held, ex.task)
 	delete(h.uncaught, ex.task)
+	h.timers.dropOwnedBy(ex.task) // as node's process, its work ends with it
 	switch {
+	case tk.kind == "define" || tk.kind == "treg" || tk.kind == "tunreg":
+		// A definition that exits has registered nothing.
+		h.finish(ex.task, hostproto.StatusThrew, exitText(ex.code), nil)
 	case ex.code == 0:
 		h.finish(ex.task, hostproto.StatusOK, "", json.RawMessage("null"))
 	case ex.task == h.runTask:

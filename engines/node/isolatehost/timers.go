@@ -182,10 +182,9 @@ func (h *host) nextTimerDue() time.Time {
 	return time.Time{}
 }
 
-// fireTimers runs every timer due now, oldest first, each as its own call
-// into the prelude (microtasks run between them, as in node). Timers due
-// at the same moment are grouped by owner into one guarded entry each.
-// It reports whether the host must exit.
+// fireTimers runs every timer due now, oldest first, each as its own
+// guarded entry into the prelude (microtasks run between them, as in
+// node). It reports whether the host must exit.
 func (h *host) fireTimers() (int, bool) {
 	now := time.Now()
 	for {
@@ -220,9 +219,27 @@ func (h *host) fireTimers() (int, bool) {
 	}
 }
 
-// timerHolds reports whether task's answer must wait for its timers.
-func (h *host) timerHolds(task int64) bool {
+// waitsForTimers reports whether task's answer must wait for its timers:
+// a run's or an invocation's (a call, in node's sense); a definition or a
+// trigger registration answers when its code has run, and what it armed
+// then runs as detached work.
+func (h *host) waitsForTimers(task int64) bool {
+	tk, ok := h.tasks[task]
+	if !ok || (tk.kind != "run" && tk.kind != "invoke") {
+		return false
+	}
 	return h.timers.refsOf(task) > 0
+}
+
+// dropOwnedBy forgets the timers task armed (it ended by an uncaught error
+// or process.exit).
+func (s *timerState) dropOwnedBy(task int64) {
+	for id, t := range s.byID {
+		if t.owner == task {
+			delete(s.byID, id)
+		}
+	}
+	s.compact()
 }
 
 // releaseHeld answers the tasks that were waiting only for their timers.
@@ -232,7 +249,7 @@ func (h *host) releaseHeld() {
 			delete(h.held, task)
 			continue
 		}
-		if h.timerHolds(task) {
+		if h.waitsForTimers(task) {
 			continue
 		}
 		delete(h.held, task)
