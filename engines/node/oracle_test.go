@@ -258,6 +258,9 @@ Promise.resolve().then(() => out.push("then"));
 const iv = setInterval(() => { out.push("iv"); if (out.filter((x) => x === "iv").length === 3) clearInterval(iv); }, 5);
 await new Promise((r) => setTimeout(r, 60));
 const t = setTimeout(() => {}, 1000); out.push(typeof t.ref, t.hasRef()); t.unref(); out.push(t.hasRef()); clearTimeout(t);
+let refired = 0; const once = setTimeout(() => { refired++; }, 5);
+await new Promise((r) => setTimeout(r, 30)); once.refresh(); await new Promise((r) => setTimeout(r, 30));
+out.push(refired);
 const { setTimeout: sleep } = require("timers/promises");
 out.push(await sleep(5, "slept"));
 return out.filter((x) => x !== "t0" && x !== "imm").concat(out.includes("t0"), out.includes("imm"));`,

@@ -378,7 +378,8 @@
   delete globalThis.WebAssembly;
 
   // --- timers (contract §25.2): the host keeps the schedule and fires them ---
-  const timerFns = new MapCtor();
+  const timerFns = new MapCtor(); // pending timers: id → entry
+  const timeoutEntries = new WeakMapCtor(); // every Timeout → its entry, for refresh() after it fired
   let timerSeq = 0;
   function describe(v) {
     if (v === null || v === undefined) return StringCtor(v);
@@ -400,7 +401,23 @@
     ref() { native('timer.ref', this._id + ',1'); return this; }
     unref() { native('timer.ref', this._id + ',0'); return this; }
     hasRef() { return native('timer.hasRef', StringCtor(this._id)) === '1'; }
-    refresh() { native('timer.refresh', StringCtor(this._id)); return this; }
+    refresh() {
+      const id = this._id;
+      if (apply(mapGet, timerFns, [id]) !== undefined) {
+        native('timer.refresh', StringCtor(id));
+        return this;
+      }
+      // A timeout that already fired is armed again, as in node.
+      const entry = apply(wmGet, timeoutEntries, [this]);
+      if (entry === undefined || entry.cleared) return this;
+      apply(mapSet, timerFns, [id, entry]);
+      const r = native('timer.set', id + ',' + this._idleTimeout + ',0,0');
+      if (r !== '') {
+        apply(mapDelete, timerFns, [id]);
+        answer(r);
+      }
+      return this;
+    }
     close() { clearTimer(this); return this; }
     [Symbol.toPrimitive]() { return this._id; }
   }
@@ -421,7 +438,8 @@
     // Everything the tenant's code could interrupt comes before the host
     // arms the timer: an armed timer always has its callback to clear.
     const t = immediate ? new Immediate(id) : new Timeout(id, delay, repeat);
-    const entry = { fn, args, repeat, t };
+    const entry = { fn, args, repeat, t, cleared: false };
+    if (!immediate) apply(wmSet, timeoutEntries, [t, entry]);
     apply(mapSet, timerFns, [id, entry]);
     const r = native('timer.set', id + ',' + delay + ',' + (repeat ? 1 : 0) + ',' + (immediate ? 1 : 0));
     if (r !== '') {
@@ -434,7 +452,14 @@
     let id;
     if (t !== null && typeof t === 'object') id = t._id;
     else id = +t;
-    if (typeof id !== 'number' || apply(mapGet, timerFns, [id]) === undefined) return;
+    const entry = typeof id === 'number' ? apply(mapGet, timerFns, [id]) : undefined;
+    if (entry === undefined) {
+      // A fired timeout that is cleared cannot be refreshed back.
+      const fired = t !== null && typeof t === 'object' ? apply(wmGet, timeoutEntries, [t]) : undefined;
+      if (fired !== undefined) fired.cleared = true;
+      return;
+    }
+    entry.cleared = true;
     apply(mapDelete, timerFns, [id]);
     native('timer.clear', StringCtor(id));
   }
