@@ -116,3 +116,15 @@ func TestNothingTheGuestSaysAfterTheDeadlineIsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// Rewriting a file that exists is no new entry, even at the entries cap.
+func TestRewritingAFileAtTheEntriesCapIsNoCrossing(t *testing.T) {
+	r := newRigWith(t, nil, nil)
+	res := r.mustRun(t, "import os\nfor i in range(64):\n    open('/out/f%d' % i, 'w').close()\nwith open('/out/f3', 'w') as f:\n    f.write('again')\nresult = [len(os.listdir('/out')), open('/out/f3').read()]")
+	if string(res.Result) != `[64,"again"]` {
+		t.Fatalf("%s %s", res.Result, res.Stderr)
+	}
+	if _, err := r.run(t, map[string]any{"code": "for i in range(65):\n    open('/out/g%d' % i, 'w').close()"}); err == nil || err.Code != core.CodeResourceExhausted {
+		t.Fatalf("the 65th entry: %v", err)
+	}
+}
