@@ -67,16 +67,7 @@ func TestACallWaitsForItsRefdTimersOnly(t *testing.T) {
 // never sees them fire.
 func TestATenantsTimersNeverReachTheNextTenant(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
-	parked := func() {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for r.eng.Parked() != 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("the pool's host never came back")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	parked := func() { waitParked(t, r) }
 	parked()
 	before := r.eng.HostPIDs()
 	a := mustRun(t, r, node(`const t = setTimeout(() => { globalThis.leak = "A"; console.log("A's timer"); }, 20); t.unref();
@@ -104,10 +95,7 @@ func TestRandomnessDiffersAcrossRecycledHosts(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
 	seen := map[string]bool{}
 	for i := 0; i < 4; i++ {
-		deadline := time.Now().Add(30 * time.Second)
-		for r.eng.Parked() != 1 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitParked(t, r)
 		res := mustRun(t, r, node(`return [crypto.getRandomValues(new Uint8Array(16)).join(","), Math.random(), require("crypto").randomBytes(8).toString("hex"), crypto.randomUUID()]`))
 		for _, part := range strings.Split(strings.Trim(string(res.Result), "[]"), ",\"") {
 			if seen[part] {

@@ -631,19 +631,7 @@ func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 // builtins it rewrote, not the prototypes it polluted.
 func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
 	r := newRig(t, func(c *configsvc.Config) { c.WarmPoolNode = 1 }, nil, nil)
-	// Each run starts with the pool's one host parked again, so it is the
-	// one every run takes (a run that found it still being rebuilt would
-	// wait, and the pool would grow to follow that peak).
-	parked := func() {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for r.eng.Parked() != 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("the pool's host never came back")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	parked := func() { waitParked(t, r) }
 	parked()
 	before := r.eng.HostPIDs()
 	if len(before) != 1 {
@@ -663,6 +651,20 @@ func TestRecycledHostGivesTheNextTenantAFreshIsolate(t *testing.T) {
 	}
 	if after := r.eng.HostPIDs(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("host processes went %v → %v: the runs were not served by the recycled host", before, after)
+	}
+}
+
+// waitParked waits until the pool of one host has it parked again, so the
+// next run takes that very host (a run that found it still being rebuilt
+// would wait, and the pool would grow to follow that peak).
+func waitParked(t *testing.T, r *rig) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for r.eng.Parked() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool's host never came back")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
