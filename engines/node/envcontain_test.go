@@ -338,3 +338,18 @@ func TestACallsTimersEndWithItsUncaughtError(t *testing.T) {
 		t.Fatalf("the interval outlived its call's error: %v %+v", err, res)
 	}
 }
+
+// The console's line cap counts \n-separated lines, whichever call wrote
+// them (contract §4.3): a multi-line message, process.stdout.write.
+func TestTheLineCapCountsLinesNotCalls(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	for _, code := range []string{
+		`for (let i = 0; i < 600; i++) console.log("a\nb")`,
+		`for (let i = 0; i < 1200; i++) process.stdout.write("x\n")`,
+	} {
+		res := mustRun(t, r, node(code))
+		if n := strings.Count(res.Stdout, "\n"); n != 1000 || !strings.Contains(res.Stderr, "log output truncated at 1000 lines") {
+			t.Errorf("%q: %d lines, stderr %q", code, n, res.Stderr)
+		}
+	}
+}

@@ -62,6 +62,14 @@ return { out, missing };`))
 			t.Errorf("the README does not name %s %s", p.Name, p.Version)
 		}
 	}
+	// The console's run card names the same packages (ui/src/run.tsx).
+	tsx, err := os.ReadFile("../../ui/src/run.tsx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tsx), "'"+strings.Join(names, ", ")+"'") {
+		t.Error("ui/src/run.tsx's NODE_PACKAGES is not the embedded package list")
+	}
 	wantMsg := "Cannot find module 'left-pad': code-runner has no network and no npm install; built-in packages: " + strings.Join(names, ", ")
 	if len(got.Missing) != 2 || got.Missing[0] != "MODULE_NOT_FOUND" || got.Missing[1] != wantMsg {
 		t.Fatalf("%v", got.Missing)

@@ -253,30 +253,11 @@ func (h *host) uncaughtError(text string) {
 }
 
 // consoleRaw writes process.stdout/stderr text: it joins the call's
-// stream without a newline of its own, counted against the console caps.
+// stream without a newline of its own.
 func (h *host) consoleRaw(arg string) {
 	level, text, _ := strings.Cut(arg, "\x00")
-	if text == "" {
-		return
-	}
-	if h.runTask == 0 {
-		h.detachedLog(level, text)
-		return
-	}
-	if h.truncated {
-		return
-	}
-	lines := strings.Count(text, "\n")
-	if h.lines+lines > consoleMaxLines || h.bytes+len(text) > consoleMaxBytes {
-		h.truncated = true
-		return
-	}
-	h.lines += lines
-	h.bytes += len(text)
-	if level == "log" {
-		h.stdout.WriteString(text)
-	} else {
-		h.stderr.WriteString(text)
+	if text != "" {
+		h.consoleWrite(level, text, false)
 	}
 }
 

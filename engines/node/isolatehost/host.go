@@ -945,6 +945,14 @@ func fail(format string, args ...any) nativeResult {
 
 func (h *host) console(arg string) {
 	level, text, _ := strings.Cut(arg, "\x00")
+	h.consoleWrite(level, text, true)
+}
+
+// consoleWrite adds text to the call's stream of level (a console call's
+// line when newline, else process.stdout/stderr's raw write), counted
+// against the caps in bytes of text and in \n-separated lines (§4.3); with
+// no call in flight it goes to the worker's log.
+func (h *host) consoleWrite(level, text string, newline bool) {
 	if h.runTask == 0 {
 		h.detachedLog(level, text)
 		return
@@ -952,18 +960,23 @@ func (h *host) console(arg string) {
 	if h.truncated {
 		return
 	}
-	if h.lines >= consoleMaxLines || h.bytes+len(text) > consoleMaxBytes {
+	lines := strings.Count(text, "\n")
+	if newline {
+		lines++
+	}
+	if h.lines+lines > consoleMaxLines || h.bytes+len(text) > consoleMaxBytes {
 		h.truncated = true
 		return
 	}
-	h.lines++
+	h.lines += lines
 	h.bytes += len(text)
+	out := &h.stderr
 	if level == "log" {
-		h.stdout.WriteString(text)
-		h.stdout.WriteByte('\n')
-	} else {
-		h.stderr.WriteString(text)
-		h.stderr.WriteByte('\n')
+		out = &h.stdout
+	}
+	out.WriteString(text)
+	if newline {
+		out.WriteByte('\n')
 	}
 }
 
