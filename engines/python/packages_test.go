@@ -244,7 +244,9 @@ func TestTheGuidanceNamesWhatIsThere(t *testing.T) {
 	for _, n := range strings.Split(strings.ReplaceAll(list, " and ", ", "), ", ") {
 		names = append(names, "'"+strings.TrimSpace(n)+"'")
 	}
-	r := newRig(t, nil)
+	// Importing every library at once (sympy, networkx, openpyxl, rich, …)
+	// takes seconds under the race detector: a deadline of its own.
+	r := newRig(t, func(c *configsvc.Config) { c.DefaultTimeoutMS = 30000 })
 	res := r.mustRun(t, `import importlib
 out = {}
 for m in [`+strings.Join(names, ", ")+`, 'numpy']:
