@@ -187,3 +187,22 @@ func (o *EngineOwners) list(ctx context.Context, fn, prefix string, into any) er
 	}
 	return nil
 }
+
+// ListedIDs returns the ids of the functions in this worker's engine
+// namespace that start with prefix, internal ones included, whoever
+// serves them.
+func (o *EngineOwners) ListedIDs(ctx context.Context, prefix string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ownerQueryTimeout)
+	defer cancel()
+	rows, err := o.functions(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(rows))
+	for _, f := range rows {
+		if strings.HasPrefix(f.FunctionID, prefix) {
+			ids = append(ids, f.FunctionID)
+		}
+	}
+	return ids, nil
+}

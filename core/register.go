@@ -63,10 +63,14 @@ type Namespaces struct {
 	// register_function and teardown for it are forwarded there, so one
 	// namespace never spans two workers (nil: every namespace is here).
 	Locate NamespaceLocator
+	// Claims settles which worker creates a namespace new to the group
+	// (claim.go; nil: every namespace is here).
+	Claims NamespaceClaims
 
-	mu    sync.Mutex
-	live  map[nsKey]*nsRuntime
-	langs langList
+	mu     sync.Mutex
+	live   map[nsKey]*nsRuntime
+	claims map[string]*nsClaim
+	langs  langList
 }
 
 // DecodeRegisterCall is the Decoder of the register_function route.
@@ -169,6 +173,13 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, target, err := n.claim(ctx, ns)
+	if err != nil {
+		return nil, err
+	} else if target != "" {
+		return n.forwardRegister(ctx, call, target, namespaceGone(ns))
+	}
+	defer release()
 	owner := string(req.Lang) + ":" + ns
 	if n.Registry.FunctionOwner(req.FunctionID) == "" {
 		if err := CheckNotServedElsewhere(ctx, n.Owners, WhatFunction, req.FunctionID); err != nil {
@@ -186,6 +197,7 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 		// other worker gets one try.
 		if ce := AsError(err, call.FunctionID); ce.Code == CodeCapacity && !n.servesNamespace(ns) {
 			if target := n.Run.spreadTarget(ctx, call, FnRegisterFunction); target != "" {
+				release() // the other worker claims it for itself
 				return n.forwardRegister(ctx, call, target, ce)
 			}
 		}
@@ -238,6 +250,11 @@ func (n *Namespaces) forwardRegister(ctx context.Context, call *Call, target str
 func (n *Namespaces) servesNamespace(ns string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.servesLocked(ns)
+}
+
+// servesLocked is servesNamespace with n.mu held.
+func (n *Namespaces) servesLocked(ns string) bool {
 	for lang := range n.Engines {
 		if _, ok := n.live[nsKey{ns: ns, lang: lang}]; ok {
 			return true
@@ -319,6 +336,7 @@ func (n *Namespaces) destroy(nr *nsRuntime) []string {
 		n.Registry.ReleaseFunction(id, owner)
 	}
 	nr.slot.Release()
+	n.settleClaim(nr.key.ns)
 	return ids
 }
 

@@ -145,7 +145,9 @@ func NewApp(o AppOptions) (*App, error) {
 	}
 	if o.Tag != "" {
 		// The same routes under this worker's own ids: a call that lands
-		// there is served here, never forwarded again.
+		// there is served here, never forwarded again — but for a
+		// registration whose namespace another worker claimed meanwhile
+		// (core/claim.go), which goes on to the worker serving it.
 		for _, id := range []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction} {
 			a.Router.Handle(core.WorkerID(id, o.Tag), routes[id])
 		}

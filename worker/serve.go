@@ -184,8 +184,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		readConfig = engineSrc.Fetch
 		configIDs = []string{core.FnOnConfigChange, core.WorkerID(core.FnOnConfigChange, tag)}
 	}
+	owners := &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace}
 	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(admit, Trace(tel, log)),
-		Owners:  &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace},
+		Owners:  owners,
 		Engines: o.Engines, Log: log, LocalLog: localLog,
 		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: &spreader{client: client, peers: peers, self: o.WorkerName},
 		OnPoolBoot: func(lang string, d time.Duration) { tel.Metrics().PoolBoot(context.Background(), lang, d) }, Busy: busy})
@@ -193,6 +194,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer app.Close()
+	// One namespace never spans two workers: a namespace new to the group
+	// is created by the worker whose claim stands alone (core/claim.go).
+	app.Namespaces.Claims = &engineClaims{client: client, owners: owners, tag: tag}
 	app.OnReload = func(accepted bool) { tel.Metrics().Reload(context.Background(), accepted) }
 	fileSrc.Rejected = func() { tel.Metrics().Reload(context.Background(), false) }
 	if err := tel.ObserveRuntimes(func() map[string]int64 {
