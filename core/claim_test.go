@@ -182,4 +182,3 @@ func TestAClaimLastsWhileARegistrationNeedsIt(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
