@@ -54,6 +54,10 @@ type Options struct {
 	// failures so far (1 for the first), everConnected says whether any
 	// attempt ever succeeded.
 	OnDialFailed func(failures int, everConnected bool, err error)
+	// OnConnected, when set, is called (on a goroutine of its own) each
+	// time a connection is up and everything but the standby functions has
+	// been registered on it again.
+	OnConnected func()
 }
 
 func (o *Options) defaults() {
@@ -224,6 +228,9 @@ type Client struct {
 type fnEntry struct {
 	def FunctionDef
 	h   Handler
+	// standby: the handler is kept but the registration is sent only by
+	// Reregister, never by RegisterFunction or a reconnect.
+	standby bool
 }
 
 type ttEntry struct {
@@ -320,6 +327,21 @@ func (c *Client) RegisterFunction(def FunctionDef, h Handler) {
 	}
 	c.functions[def.ID] = &fnEntry{def: def, h: h}
 	c.sendLocked(functionFrame(def))
+}
+
+// RegisterStandby keeps def and its handler without registering it: only
+// Reregister sends it, and a reconnect does not send it again. A group's
+// shared ids are held this way (contract §24): a worker registers one only
+// when it finds no live worker holding it, so on an engine where the last
+// writer wins (0.22) a worker that joins or reconnects does not take the
+// ids from a live holder.
+func (c *Client) RegisterStandby(def FunctionDef, h Handler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.functions[def.ID]; !ok {
+		c.fnOrder = append(c.fnOrder, def.ID)
+	}
+	c.functions[def.ID] = &fnEntry{def: def, h: h, standby: true}
 }
 
 // Reregister sends the registration of each of ids that this client
@@ -605,7 +627,9 @@ func (c *Client) serve(cn *conn) {
 		cn.send(encodeFrame(triggerTypeFrame(c.triggerTypes[id].def)))
 	}
 	for _, id := range c.fnOrder {
-		cn.send(encodeFrame(functionFrame(c.functions[id].def)))
+		if fe := c.functions[id]; !fe.standby {
+			cn.send(encodeFrame(functionFrame(fe.def)))
+		}
 	}
 	for _, id := range c.trOrder {
 		cn.send(encodeFrame(triggerFrame(c.triggers[id])))
@@ -625,6 +649,9 @@ func (c *Client) serve(cn *conn) {
 	close(c.connectedCh)
 	c.mu.Unlock()
 	c.log.Info("iii: connected", "url", c.opts.URL)
+	if c.opts.OnConnected != nil {
+		go c.opts.OnConnected()
+	}
 
 	stopPing := make(chan struct{})
 	go c.keepalive(cn, stopPing)

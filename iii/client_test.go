@@ -660,3 +660,55 @@ func TestFramesQueuedTogetherArriveWholeAndInOrder(t *testing.T) {
 		t.Fatalf("the engine recorded %d of %d void calls", next, n)
 	}
 }
+
+// A standby function is kept, not sent: only Reregister registers it, and
+// a reconnect replays every other function but not it. OnConnected is
+// called after each connection's replay.
+func TestStandbyFunctionsAreSentOnlyWhenAsked(t *testing.T) {
+	e := newEngine(t)
+	var connects atomic.Int32
+	w := newClient(t, e.URL(), "w", func(o *iii.Options) { o.OnConnected = func() { connects.Add(1) } })
+	w.RegisterStandby(iii.FunctionDef{ID: "w::standby"}, func(ctx context.Context, r iii.Request) (any, error) { return "standby", nil })
+	w.RegisterFunction(iii.FunctionDef{ID: "w::f"}, func(ctx context.Context, r iii.Request) (any, error) { return "ok", nil })
+	ctx := ctx10(t)
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("w::f") }); err != nil {
+		t.Fatal(err)
+	}
+	sent := func(conn, id string) bool {
+		for _, r := range e.Frames() {
+			if r.Inbound && r.WorkerID == conn && r.Frame.Type == iii.TypeRegisterFunction && r.Frame.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	first, err := e.WaitWorker(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.HasFunction("w::standby") || sent(first, "w::standby") {
+		t.Fatal("a standby function was registered before Reregister")
+	}
+	w.Reregister("w::standby")
+	if err := e.WaitUntil(ctx, func() bool { return e.HasFunction("w::standby") }); err != nil {
+		t.Fatal(err)
+	}
+	if res, eb, _ := e.Invoke(ctx, "w::standby", nil, nil); eb != nil || string(res) != `"standby"` {
+		t.Fatalf("%s %+v", res, eb)
+	}
+	if err := e.WaitUntil(ctx, func() bool { return w.WorkerID() == first }); err != nil {
+		t.Fatal(err)
+	}
+	e.CloseConnection("w")
+	var second string
+	if err := e.WaitUntil(ctx, func() bool {
+		id, _ := e.WaitWorker(ctx, "w")
+		second = id
+		return id != "" && id != first && e.HasFunction("w::f") && connects.Load() == 2
+	}); err != nil {
+		t.Fatalf("reconnect: %v (OnConnected called %d times)", err, connects.Load())
+	}
+	if sent(second, "w::standby") || !sent(second, "w::f") {
+		t.Fatalf("the replay: standby sent %v, w::f sent %v", sent(second, "w::standby"), sent(second, "w::f"))
+	}
+}

@@ -125,90 +125,116 @@ func answers(ctx context.Context, client *iii.Client, fn string) bool {
 // wake-ups (issue 31).
 const holdInterval = 30 * time.Second
 
-// holdSharedIDs keeps the shared ids served while ctx lives: every
-// interval it asks the engine (engine::functions::list) which of ids have
-// no holder and registers those again. On a 0.22 engine the last worker to
-// register an id holds it and the id goes when that worker leaves; on a
-// 0.23 engine the first holds it and the others' registrations were
-// refused. Either way the survivors register again and one of them holds
-// it.
+// holdSharedIDs keeps the shared ids served while ctx lives. The client
+// holds them on standby (iii.Client.RegisterStandby): they are sent only
+// from here, when a listing of the engine (engine::functions::list) shows
+// no worker holding them — at start, on each engine::workers-available
+// event (a send on poke), after a reconnect, and every interval. So a
+// worker that joins a group, or reconnects to it, leaves the ids with
+// their live holder on both engine versions (on 0.22 its registration
+// would have taken them over: the last writer wins), and when the holder
+// leaves the engine drops its ids and the survivors register them: on
+// 0.22 the last one holds them, on 0.23 the first. The first check runs
+// before holdSharedIDs returns; the loop goes on in the background.
 // Each listing also tells peers which code-runner workers it saw (their
-// per-worker run ids).
-// Each listing also says whether this worker (self) holds the shared ids
-// — the engine names code-runner::run's worker — and hold is told
-// (holderBindings.hold).
-// A send on poke (the engine's engine::workers-available events: a worker
-// connected, left or reported itself) checks at once instead of at the
-// next tick.
+// per-worker run ids), and says whether this worker (self) holds the
+// shared ids — the engine names code-runner::run's worker — which hold is
+// told (holderBindings.hold).
 func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []string, interval time.Duration, poke <-chan struct{}, peers *peerTags, hold func(bool), log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	// The first listing, at start, learns the peers and the holder but
-	// registers nothing again: this worker's own registrations were sent
-	// just before it on the same connection, yet an engine may list them a
-	// moment later.
-	first := true
 	// A check that failed (no answer, a bad one) is tried again soon —
 	// 0.5, 1, then 2 s later, five times in all — rather than at the next
 	// tick, so a takeover prompted by an event still lands within §24.3's
-	// 5 s; an engine that keeps failing is left to the ticks.
+	// 5 s; an engine that keeps failing is left to the ticks. A check that
+	// registered ids looks again soon to learn whether this worker holds
+	// them (two workers that found them free at once both registered).
 	var retry *time.Timer
 	var retryC <-chan time.Time
 	backoff, failures := time.Duration(0), 0
+	soon := func(d time.Duration) {
+		if retry == nil {
+			retry = time.NewTimer(d)
+		} else {
+			retry.Reset(d)
+		}
+		retryC = retry.C
+	}
 	failed := func() {
 		if failures++; failures > 5 {
 			return
 		}
 		backoff = min(max(2*backoff, 500*time.Millisecond), 2*time.Second)
-		if retry == nil {
-			retry = time.NewTimer(backoff)
-		} else {
-			retry.Reset(backoff)
-		}
-		retryC = retry.C
+		soon(backoff)
 	}
-	defer func() {
-		if retry != nil {
-			retry.Stop()
+	type row struct {
+		FunctionID string `json:"function_id"`
+		WorkerName string `json:"worker_name"`
+	}
+	list := func() ([]row, error) {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::functions::list", Data: json.RawMessage(`{"prefix":"code-runner::","include_internal":true}`), Timeout: 5 * time.Second})
+		if err != nil {
+			return nil, err
 		}
-	}()
-	for ; ; first = false {
-		if !first {
+		var out struct {
+			Functions []row `json:"functions"`
+		}
+		if err := json.Unmarshal(res, &out); err != nil {
+			return nil, err
+		}
+		return out.Functions, nil
+	}
+	// confirm waits (at start only, up to 2 s) until the engine lists the
+	// ids just registered, so the worker reports ready serving them and,
+	// if it holds them, with the hook bound.
+	confirm := func() {
+		until := time.Now().Add(2 * time.Second)
+		for time.Now().Before(until) {
+			rows, err := list()
+			if err != nil {
+				return
+			}
+			served, holder := map[string]bool{}, ""
+			for _, f := range rows {
+				served[f.FunctionID] = true
+				if f.FunctionID == core.FnRun {
+					holder = f.WorkerName
+				}
+			}
+			all := true
+			for _, id := range ids {
+				all = all && served[id]
+			}
+			if all {
+				hold(holder == self)
+				return
+			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
-			case <-poke:
-			case <-retryC:
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		retryC = nil
-		if retry != nil {
-			retry.Stop()
-		}
+	}
+	check := func(first bool) {
 		if !client.Connected() {
-			continue // the client registers everything again when it reconnects
+			return // OnConnected pokes once the connection is back
 		}
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::functions::list", Data: json.RawMessage(`{"prefix":"code-runner::","include_internal":true}`), Timeout: 5 * time.Second})
-		cancel()
+		rows, err := list()
 		if err != nil {
+			if first {
+				// A worker that cannot learn at start whether another holds
+				// the ids serves them rather than nothing; the next check
+				// settles it.
+				log.Warn("could not ask the engine who holds the shared ids; registering them", "err", err)
+				client.Reregister(ids...)
+			}
 			failed()
-			continue
-		}
-		var out struct {
-			Functions []struct {
-				FunctionID string `json:"function_id"`
-				WorkerName string `json:"worker_name"`
-			} `json:"functions"`
-		}
-		if json.Unmarshal(res, &out) != nil {
-			failed()
-			continue
+			return
 		}
 		backoff, failures = 0, 0
 		served := map[string]bool{}
-		for _, f := range out.Functions {
+		for _, f := range rows {
 			served[f.FunctionID] = true
 			if f.FunctionID == core.FnRun {
 				hold(f.WorkerName == self)
@@ -223,11 +249,46 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) > 0 && !first {
-			log.Info("taking over the shared ids: no worker on the engine holds them any more", "ids", missing)
+		if len(missing) > 0 {
+			if first {
+				log.Debug("registering the shared ids: no worker on the engine holds them", "ids", missing)
+			} else {
+				log.Info("taking over the shared ids: no worker on the engine holds them any more", "ids", missing)
+			}
 			client.Reregister(missing...)
+			if first {
+				confirm()
+			}
+			soon(300 * time.Millisecond)
 		}
 	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_ = client.WaitConnected(wctx) // not yet: OnConnected pokes the loop
+	cancel()
+	check(true)
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		defer func() {
+			if retry != nil {
+				retry.Stop()
+			}
+		}()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-poke:
+			case <-retryC:
+			}
+			retryC = nil
+			if retry != nil {
+				retry.Stop()
+			}
+			check(false)
+		}
+	}()
 }
 
 // Tag is a worker's routing tag (core.TagOf): every kept runtime id the

@@ -63,11 +63,10 @@ func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 		e := engineMode(t, refusing)
 		a, b := startPair(t, e)
 		holder := func() string { return sharedHolder(t, e) }
-		// 0.22: the last to register holds the ids; 0.23: the first.
-		first, leaving, staying := "cr-b", b, "cr-a"
-		if refusing {
-			first, leaving, staying = "cr-a", a, "cr-b"
-		}
+		// The first to start holds the ids on both engine versions: a
+		// worker that joins leaves them with their live holder.
+		first, leaving, staying := "cr-a", a, "cr-b"
+		_ = b
 		deadline := time.Now().Add(15 * time.Second)
 		for holder() != first {
 			if time.Now().After(deadline) {
@@ -97,13 +96,11 @@ func TestASurvivorTakesTheSharedIDsOverWhenTheHolderLeaves(t *testing.T) {
 func TestAKeptRuntimeIsServedByItsWorkerWhicheverHoldsTheSharedIDs(t *testing.T) {
 	for _, refusing := range []bool{false, true} {
 		e := engineMode(t, refusing)
-		a := startServe(t, e, ServeOptions{WorkerName: "cr-a"})
+		startServe(t, e, ServeOptions{WorkerName: "cr-a"})
 		b := startServe(t, e, ServeOptions{WorkerName: "cr-b"})
-		// 0.22: the last to register (b) holds the shared ids; 0.23: the first.
-		otherName := "cr-a"
-		if refusing {
-			otherName = "cr-b"
-		}
+		// The first to start (cr-a) holds the shared ids on both engine
+		// versions.
+		otherName := "cr-b"
 		ctx := ctxT(t)
 		invoke := func(fn string, req map[string]any) (map[string]any, string) {
 			t.Helper()
@@ -148,11 +145,7 @@ func TestAKeptRuntimeIsServedByItsWorkerWhicheverHoldsTheSharedIDs(t *testing.T)
 		// Its worker goes: its runtimes expire.
 		kept, _ = invoke(mine, map[string]any{"lang": "node", "keep": true, "code": "return 1"})
 		id, _ = kept["runtime_id"].(string)
-		if refusing {
-			b.stop()
-		} else {
-			a.stop()
-		}
+		b.stop()
 		_, code = invoke("code-runner::run", map[string]any{"runtime_id": id, "code": "return 2"})
 		for code == "code-runner::engine" && time.Now().Before(deadline) { // the holder may be changing hands
 			time.Sleep(100 * time.Millisecond)
@@ -173,11 +166,9 @@ func TestANamespaceStaysOnTheWorkerThatServesIt(t *testing.T) {
 		e := engineMode(t, refusing)
 		startServe(t, e, ServeOptions{WorkerName: "cr-a"})
 		startServe(t, e, ServeOptions{WorkerName: "cr-b"})
-		// The worker that does not hold the shared ids serves the namespace.
-		otherName := "cr-a"
-		if refusing {
-			otherName = "cr-b"
-		}
+		// The worker that does not hold the shared ids (the first to start
+		// holds them, on both engine versions) serves the namespace.
+		otherName := "cr-b"
 		ctx := ctxT(t)
 		direct := "code-runner::register_function@" + Tag(otherName)
 		if err := e.WaitUntil(ctx, func() bool { return e.HasFunction(direct) && e.HasFunction("code-runner::register_function") }); err != nil {
@@ -191,15 +182,8 @@ func TestANamespaceStaysOnTheWorkerThatServesIt(t *testing.T) {
 			}
 		}
 		register(direct, "nsx::inc", "function handler() { globalThis.n = (globalThis.n || 0) + 1; return globalThis.n }")
-		if !refusing {
-			// 0.22: the last worker to register holds the shared ids; wait
-			// until that is cr-b, so the next call lands on the other one.
-			if err := e.WaitUntil(ctx, func() bool {
-				res, _, _ := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": "code-runner::register_function", "include_internal": true}, nil)
-				return strings.Contains(string(res), `"function_id":"code-runner::register_function","worker_name":"cr-b"`)
-			}); err != nil {
-				t.Fatal(err)
-			}
+		if h := sharedHolder(t, e); h != "cr-a" {
+			t.Fatalf("refusing=%v: the shared ids are held by %q, want cr-a, the first to start", refusing, h)
 		}
 		register("code-runner::register_function", "nsx::read", "function handler() { return globalThis.n || 0 }")
 		res, _, _ := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": "nsx::"}, nil)
@@ -275,11 +259,9 @@ func TestAGroupBindsTheHookAndTheConsoleOnce(t *testing.T) {
 		once := func() bool {
 			return len(e.Harness.Bindings()) == 1 && len(e.Bindings("console:script")) == 1 && len(e.Bindings("console:style")) == 1
 		}
-		// 0.22: the last to register (cr-b) holds the ids; 0.23: the first.
-		holder, leaving := "cr-b", b
-		if refusing {
-			holder, leaving = "cr-a", a
-		}
+		// The first to start holds the ids, on both engine versions.
+		holder, leaving := "cr-a", a
+		_ = b
 		if err := e.WaitUntil(ctx, func() bool {
 			return once() && sharedHolder(t, e) == holder && e.Harness.Bindings()[0].Owner == leavingID(t, e, holder)
 		}); err != nil {
@@ -320,10 +302,7 @@ func TestAGroupSharesOneConfigurationAndSpreadsNewRuntimes(t *testing.T) {
 		e := engineMode(t, refusing)
 		a, b := startPair(t, e)
 		ctx := ctxT(t)
-		holder, other := "cr-b", "cr-a"
-		if refusing {
-			holder, other = "cr-a", "cr-b"
-		}
+		holder, other := "cr-a", "cr-b" // the first to start holds the ids
 		if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == holder && e.HasFunction("code-runner::run@"+Tag(other)) }); err != nil {
 			t.Fatal(err)
 		}
@@ -482,10 +461,8 @@ func TestTheTakeoverFollowsTheEnginesWorkerEvents(t *testing.T) {
 		e := engineMode(t, refusing)
 		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: time.Hour})
 		b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: time.Hour})
-		holder, leaving, staying := "cr-b", b, "cr-a"
-		if refusing {
-			holder, leaving, staying = "cr-a", a, "cr-b"
-		}
+		holder, leaving, staying := "cr-a", a, "cr-b" // the first to start holds the ids
+		_ = b
 		ctx := ctxT(t)
 		if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == holder }); err != nil {
 			t.Fatalf("refusing=%v: held by %q", refusing, sharedHolder(t, e))
@@ -519,17 +496,17 @@ func TestAFailedHolderCheckIsRetriedSoon(t *testing.T) {
 	e := engineMode(t, false)
 	a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: time.Hour})
 	b := startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: time.Hour})
-	_ = a
+	_ = b
 	ctx := ctxT(t)
-	if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == "cr-b" }); err != nil {
+	if err := e.WaitUntil(ctx, func() bool { return sharedHolder(t, e) == "cr-a" }); err != nil {
 		t.Fatalf("held by %q", sharedHolder(t, e))
 	}
 	e.FailNext("engine::functions::list", 4)
-	b.stop()
+	a.stop()
 	deadline := time.Now().Add(15 * time.Second)
-	for sharedHolder(t, e) != "cr-a" {
+	for sharedHolder(t, e) != "cr-b" {
 		if time.Now().After(deadline) {
-			t.Fatalf("15 s after cr-b left, with the prompted checks failing, the shared ids are held by %q", sharedHolder(t, e))
+			t.Fatalf("15 s after cr-a left, with the prompted checks failing, the shared ids are held by %q", sharedHolder(t, e))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -542,4 +519,64 @@ func startPair(t *testing.T, e *iiitest.Engine) (a, b *served) {
 	a = startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
 	b = startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
 	return a, b
+}
+
+// A worker that joins a group leaves the shared ids with their live holder
+// on both engine versions — on 0.22 its registration would have taken them
+// over, the last writer winning — so a rolling restart moves them only
+// when the holder leaves: the joiner never sends a shared id while the
+// holder lives, takes the ids within 5 s of the holder leaving, and keeps
+// them when the old holder comes back under its name.
+func TestAJoiningWorkerLeavesTheSharedIDsWithTheirHolder(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e := engineMode(t, refusing)
+		a := startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
+		startServe(t, e, ServeOptions{WorkerName: "cr-b", HoldInterval: 200 * time.Millisecond})
+		sentShared := func(name string) []string {
+			t.Helper()
+			conn := leavingID(t, e, name)
+			var ids []string
+			for _, r := range e.Frames() {
+				if r.Inbound && r.WorkerID == conn && r.Frame.Type == iii.TypeRegisterFunction && isShared(r.Frame.ID) {
+					ids = append(ids, r.Frame.ID)
+				}
+			}
+			return ids
+		}
+		time.Sleep(time.Second) // five hold rounds on each worker
+		if h := sharedHolder(t, e); h != "cr-a" {
+			t.Fatalf("refusing=%v: a joiner took the shared ids: held by %q", refusing, h)
+		}
+		if sent := sentShared("cr-b"); len(sent) != 0 {
+			t.Fatalf("refusing=%v: the joiner registered %v while cr-a held them", refusing, sent)
+		}
+		kept, eb := runNode(t, e, map[string]any{"keep": true, "code": "globalThis.n = 1; return 1"})
+		if eb != nil || !strings.HasPrefix(kept["runtime_id"].(string), "rt-"+Tag("cr-a")) {
+			t.Fatalf("refusing=%v: a kept run through the shared id: %v %+v", refusing, kept, eb)
+		}
+		a.stop()
+		left := time.Now()
+		for sharedHolder(t, e) != "cr-b" {
+			if time.Since(left) > 5*time.Second {
+				t.Fatalf("refusing=%v: 5 s after the holder left the shared ids are held by %q (contract §24.3)", refusing, sharedHolder(t, e))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, eb := runNode(t, e, map[string]any{"runtime_id": kept["runtime_id"], "code": "return 2"}); eb == nil || eb.Code != "code-runner::expired" {
+			t.Fatalf("refusing=%v: the departed holder's runtime: %+v, want expired", refusing, eb)
+		}
+		// The old holder comes back under its name: the ids stay.
+		startServe(t, e, ServeOptions{WorkerName: "cr-a", HoldInterval: 200 * time.Millisecond})
+		time.Sleep(time.Second)
+		if h := sharedHolder(t, e); h != "cr-b" {
+			t.Fatalf("refusing=%v: the restarted worker took the shared ids back: held by %q", refusing, h)
+		}
+		if sent := sentShared("cr-a"); len(sent) != 0 {
+			t.Fatalf("refusing=%v: the restarted worker registered %v while cr-b held them", refusing, sent)
+		}
+		out, eb := runNode(t, e, map[string]any{"code": "return 6 * 7"})
+		if eb != nil || out["result"] != float64(42) {
+			t.Fatalf("refusing=%v: %v %+v", refusing, out, eb)
+		}
+	}
 }

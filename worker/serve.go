@@ -92,8 +92,18 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		admit = core.Admit(func() func() { return o.Procs.Enter(1) })
 		busy = o.Procs.Enter
 	}
+	// poke runs the shared-id check at once (holdSharedIDs): on the
+	// engine's worker events and after each reconnect, which registers
+	// everything but the shared ids again.
+	poke := make(chan struct{}, 1)
+	pokeHold := func() {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
+	}
 	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log,
-		Contested: isShared,
+		Contested: isShared, OnConnected: pokeHold,
 		OnRejected: func(code, detail string) {
 			err := fmt.Errorf("the engine rejected this worker (%s): %s", code, detail)
 			if code == "WORKER_NAMESPACE_CONFLICT" {
@@ -282,11 +292,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}()
 	}
 	pub := &Publisher{Client: client, Router: app.Router, Log: log, Tel: tel}
-	pub.Publish(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
+	// The shared ids are held on standby: holdSharedIDs registers them
+	// when no live worker holds them (below), so a worker joining a group
+	// never takes them from their holder.
+	pub.PublishStandby(core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance)
 	// The console UI's content function; its triggers, like the
 	// pre_generate hook's, are bound by the worker holding the shared ids
 	// (holderBindings).
-	pub.Publish(core.FnUIContent)
+	pub.PublishStandby(core.FnUIContent)
 	bindings := &holderBindings{client: client, log: log}
 	if dir, on := ui.WatchDir(envOr(o.Env, "III_CODE_RUNNER_UI_WATCH")); on {
 		go func() {
@@ -302,22 +315,29 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		watchErr = make(chan error, 1)
 		go func() { watchErr <- fileSrc.Watch(ctx) }()
 	} else {
-		pub.Publish(core.FnOnConfigChange)
+		pub.PublishStandby(core.FnOnConfigChange)
 	}
-	// This worker's own ids, after the shared ones (contract §20.2's order):
-	// other workers forward the runtimes it holds here.
+	// The first check registers the shared ids (contract §20.2's order)
+	// unless a live worker of the group holds them; the loop goes on.
+	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
+	if source != "file" {
+		shared = append(shared, core.FnOnConfigChange)
+	}
+	holdEvery := o.HoldInterval
+	if holdEvery <= 0 {
+		holdEvery = holdInterval
+	}
+	holdSharedIDs(ctx, client, o.WorkerName, shared, holdEvery, poke, peers, bindings.hold, log)
+	// This worker's own ids, after the shared ones: other workers forward
+	// the runtimes it holds here.
 	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
 	// The engine says when a worker connects, leaves or reports itself
 	// (after registering its functions): the hold check runs at once, so a
 	// departed holder's ids are taken over and a new peer is known without
 	// waiting for the timer, which stays as the fallback.
-	poke := make(chan struct{}, 1)
 	changed := core.WorkerID(FnWorkersChanged, tag)
 	app.install(changed, nil, func(context.Context, *core.Call) (any, error) {
-		select {
-		case poke <- struct{}{}:
-		default:
-		}
+		pokeHold()
 		return map[string]bool{"ok": true}, nil
 	})
 	pub.Publish(changed)
@@ -332,15 +352,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: own, Config: cfgJSON})
 		go func() { _ = app.ConfigChanged.Refresh(ctx) }() // a refusal is logged
 	}
-	shared := []string{core.FnRun, core.FnTeardown, core.FnRegisterFunction, core.FnInjectGuidance, core.FnUIContent}
-	if source != "file" {
-		shared = append(shared, core.FnOnConfigChange)
-	}
-	holdEvery := o.HoldInterval
-	if holdEvery <= 0 {
-		holdEvery = holdInterval
-	}
-	go holdSharedIDs(ctx, client, o.WorkerName, shared, holdEvery, poke, peers, bindings.hold, log)
 	// Everything is registered: reporting the metadata again makes the
 	// engine tell the other workers (engine::workers-available), which then
 	// know this one's ids at once.

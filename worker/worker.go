@@ -37,6 +37,17 @@ func (p *Publisher) Publish(ids ...string) {
 	}
 }
 
+// PublishStandby is Publish for ids the client keeps on standby
+// (iii.Client.RegisterStandby): a group's shared ids, registered only
+// when no live worker holds them (holdSharedIDs).
+func (p *Publisher) PublishStandby(ids ...string) {
+	for _, id := range ids {
+		d := DefOf(id)
+		p.Client.RegisterStandby(iii.FunctionDef{ID: d.ID, Description: d.Description, RequestFormat: d.RequestFormat,
+			ResponseFormat: d.ResponseFormat, Metadata: d.Metadata}, Handler(p.Router, p.Log))
+	}
+}
+
 // Handler adapts the router to the wire: results are returned as is, a
 // core.Error becomes its wire error (code = the code-runner code, message
 // "<code>: <text>"), and an id the router no longer serves answers the
