@@ -15,8 +15,9 @@ import (
 // receive register_function calls for one new namespace at once each
 // publish a claim, wait until the engine lists it, and then read every
 // claim on the namespace: a worker that sees another's claim withdraws its
-// own and tries again after a random pause, or forwards to the worker that
-// went ahead once that worker serves the namespace.
+// own and tries again after a random pause; a worker that finds another's
+// claim before it publishes its own forwards the registration to that
+// worker (where it waits for that worker's own claiming to settle).
 //
 // Why that is sound on both engine versions: each worker reads the claims
 // only after the engine lists its own, so of two claims the one published
@@ -25,7 +26,10 @@ import (
 // worker (…@tag), so neither a last-writer engine (0.22) nor a refusing
 // one (0.23) ever has two writers of one id. A claim is held while the
 // worker serves the namespace or a registration for it is in flight, and
-// the engine drops it with the worker's connection.
+// the engine drops it with the worker's connection. What this does not
+// cover: a worker whose connection drops while it serves a namespace loses
+// its claim and its functions on the engine until it reconnects, and
+// another worker may create the namespace meanwhile.
 
 // NamespaceClaims publishes and reads claims on namespaces (the worker
 // implements it over the engine).
@@ -40,10 +44,10 @@ type NamespaceClaims interface {
 }
 
 const (
-	// claimWait bounds how long a registration waits for another worker
-	// that claimed the namespace to finish creating it.
+	// claimWait bounds how long a registration spends settling which
+	// worker creates its namespace.
 	claimWait = 15 * time.Second
-	// claimPoll is the pause between looks at the claims.
+	// claimPoll is the unit of the pauses between looks at the claims.
 	claimPoll = 20 * time.Millisecond
 	// claimVisible bounds the wait for the engine to list a claim just
 	// published.
@@ -52,9 +56,9 @@ const (
 
 // nsClaim is this worker's claim on one namespace.
 type nsClaim struct {
-	mu    sync.Mutex // serialises this worker's claiming of the namespace
-	held  bool       // the engine lists this worker's claim, which stood alone
-	users int        // registrations in flight that rely on it
+	lock  chan struct{} // one token: serialises this worker's claiming of the namespace
+	held  bool          // the engine lists this worker's claim, which stood alone (guarded by lock)
+	users int           // registrations in flight that rely on it (guarded by Namespaces.mu)
 }
 
 // claim settles which worker creates namespace ns, for a registration that
@@ -74,7 +78,7 @@ func (n *Namespaces) claim(ctx context.Context, ns string) (release func(), targ
 	}
 	c := n.claims[ns]
 	if c == nil {
-		c = &nsClaim{}
+		c = &nsClaim{lock: make(chan struct{}, 1)}
 		n.claims[ns] = c
 	}
 	c.users++
@@ -88,17 +92,20 @@ func (n *Namespaces) claim(ctx context.Context, ns string) (release func(), targ
 			n.settleClaim(ns)
 		})
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, claimWait)
+	defer cancel()
+	select {
+	case c.lock <- struct{}{}:
+	case <-ctx.Done():
+		release()
+		return nil, "", Errorf(CodeEngine, "another registration on this worker is still settling which worker creates namespace %q; retry", ns)
+	}
+	defer func() { <-c.lock }()
 	if c.held || n.servesNamespace(ns) {
 		c.held = true
 		return release, "", nil
 	}
 	self := n.Registry.Tag
-	deadline := time.Now().Add(claimWait)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
 	for attempt := 0; ; attempt++ {
 		tags, err := n.Claims.Claimants(ctx, ns)
 		if err != nil {
@@ -119,28 +126,28 @@ func (n *Namespaces) claim(ctx context.Context, ns string) (release func(), targ
 			// pause, so one of them goes first next time.
 			if !sleepCtx(ctx, time.Duration(1+rand.IntN(5*(attempt%4+1)))*claimPoll) {
 				release()
-				return nil, "", ErrTimeout()
+				return nil, "", Errorf(CodeEngine, "code-runner workers are still settling which one creates namespace %q; retry", ns)
 			}
 			continue
 		}
-		// Another worker claimed it: forward once it serves the namespace.
+		// Another worker claimed it: the registration goes there — to the
+		// worker whose functions the engine lists for the namespace, else
+		// to the claimant, which serves it once its own claiming settles.
 		tag, err := n.Locate.NamespaceTag(ctx, ns)
 		if err != nil {
 			release()
 			return nil, "", n.claimError(ns, err)
 		}
-		if tag != "" && tag != self {
-			release()
-			return func() {}, WorkerID(FnRegisterFunction, tag), nil
+		if tag == "" || tag == self {
+			for _, t := range tags {
+				if t != self {
+					tag = t
+					break
+				}
+			}
 		}
-		if time.Now().After(deadline) {
-			release()
-			return nil, "", Errorf(CodeEngine, "another code-runner worker is creating namespace %q and has not finished; retry", ns)
-		}
-		if !sleepCtx(ctx, claimPoll) {
-			release()
-			return nil, "", ErrTimeout()
-		}
+		release()
+		return func() {}, WorkerID(FnRegisterFunction, tag), nil
 	}
 }
 

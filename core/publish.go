@@ -121,16 +121,17 @@ func (o *EngineOwners) functions(ctx context.Context, prefix string) ([]function
 	}
 	rows := out.Functions[:0]
 	for _, f := range out.Functions {
-		if sameNamespace(f.Namespace, o.Namespace) {
+		if SameNamespace(f.Namespace, o.Namespace) {
 			rows = append(rows, f)
 		}
 	}
 	return rows, nil
 }
 
-// sameNamespace compares engine namespaces, "" being "default" (a row of a
-// 0.22 engine has none: every row is in the one registry).
-func sameNamespace(row, own string) bool {
+// SameNamespace compares engine namespaces, "" being "default" (a row of a
+// 0.22 engine has none: every row is in the one registry): row is a
+// listing row's namespace, own the worker's.
+func SameNamespace(row, own string) bool {
 	if row == "" {
 		return true
 	}

@@ -18,7 +18,9 @@ const claimPrefix = "code-runner::claim::"
 // code-runner::claim::<segment>@<tag>, so no two workers ever write one id
 // (a 0.22 engine would let the last writer have it, a 0.23 engine would
 // refuse the second) and the engine drops a worker's claims with its
-// connection. Guests cannot publish under code-runner:: (core.Register).
+// connection. Guests cannot publish a claim id: register_function refuses
+// the "code-runner" namespace, and a kept run's guest registers only under
+// its own code-runner::<32 hex>:: namespace, which "claim" is not.
 type engineClaims struct {
 	client *iii.Client
 	owners *core.EngineOwners

@@ -140,7 +140,7 @@ const holdInterval = 30 * time.Second
 // per-worker run ids), and says whether this worker (self) holds the
 // shared ids — the engine names code-runner::run's worker — which hold is
 // told (holderBindings.hold).
-func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []string, interval time.Duration, poke <-chan struct{}, peers *peerTags, hold func(bool), log *slog.Logger) {
+func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace string, ids []string, interval time.Duration, poke <-chan struct{}, peers *peerTags, hold func(bool), log *slog.Logger) {
 	// A check that failed (no answer, a bad one) is tried again soon —
 	// 0.5, 1, then 2 s later, five times in all — rather than at the next
 	// tick, so a takeover prompted by an event still lands within §24.3's
@@ -165,24 +165,14 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 		backoff = min(max(2*backoff, 500*time.Millisecond), 2*time.Second)
 		soon(backoff)
 	}
-	type row struct {
-		FunctionID string `json:"function_id"`
-		WorkerName string `json:"worker_name"`
-	}
-	list := func() ([]row, error) {
+	list := func() ([]listedRow, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::functions::list", Data: json.RawMessage(`{"prefix":"code-runner::","include_internal":true}`), Timeout: 5 * time.Second})
 		if err != nil {
 			return nil, err
 		}
-		var out struct {
-			Functions []row `json:"functions"`
-		}
-		if err := json.Unmarshal(res, &out); err != nil {
-			return nil, err
-		}
-		return out.Functions, nil
+		return listedRows(res, namespace)
 	}
 	// confirm waits (at start only, up to 2 s) until the engine lists the
 	// ids just registered, so the worker reports ready serving them and,
@@ -289,6 +279,32 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self string, ids []s
 			check(false)
 		}
 	}()
+}
+
+// listedRow is one row of engine::functions::list.
+type listedRow struct {
+	FunctionID string `json:"function_id"`
+	WorkerName string `json:"worker_name"`
+	Namespace  string `json:"namespace"` // 0.23 only
+}
+
+// listedRows reads an engine::functions::list answer, keeping the rows of
+// the worker's own engine namespace: a 0.23 engine lists every namespace,
+// and a group in another one holds its own shared ids, not this worker's.
+func listedRows(res json.RawMessage, namespace string) ([]listedRow, error) {
+	var out struct {
+		Functions []listedRow `json:"functions"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, err
+	}
+	rows := out.Functions[:0]
+	for _, f := range out.Functions {
+		if core.SameNamespace(f.Namespace, namespace) {
+			rows = append(rows, f)
+		}
+	}
+	return rows, nil
 }
 
 // Tag is a worker's routing tag (core.TagOf): every kept runtime id the

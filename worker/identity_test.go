@@ -580,3 +580,32 @@ func TestAJoiningWorkerLeavesTheSharedIDsWithTheirHolder(t *testing.T) {
 		}
 	}
 }
+
+// The shared-id check reads only its own engine namespace's rows: on a
+// 0.23 engine a group in namespace "a" holding code-runner::run says
+// nothing about the ids of a group in "b" (which would otherwise never
+// register them), while a 0.22 row (no namespace) is everyone's.
+func TestTheHoldCheckReadsItsOwnNamespace(t *testing.T) {
+	res := json.RawMessage(`{"functions":[
+		{"function_id":"code-runner::run","worker_name":"cr-a","namespace":"a"},
+		{"function_id":"code-runner::teardown","worker_name":"cr-b","namespace":"b"},
+		{"function_id":"code-runner::run@1234","worker_name":"cr-c","namespace":"default"},
+		{"function_id":"code-runner::register_function","worker_name":"old"}]}`)
+	for _, tc := range []struct{ ns, want string }{
+		{"b", "code-runner::teardown,code-runner::register_function"},
+		{"a", "code-runner::run,code-runner::register_function"},
+		{"", "code-runner::run@1234,code-runner::register_function"},
+	} {
+		rows, err := listedRows(res, tc.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range rows {
+			ids = append(ids, r.FunctionID)
+		}
+		if got := strings.Join(ids, ","); got != tc.want {
+			t.Fatalf("namespace %q: %s, want %s", tc.ns, got, tc.want)
+		}
+	}
+}

@@ -327,7 +327,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if holdEvery <= 0 {
 		holdEvery = holdInterval
 	}
-	holdSharedIDs(ctx, client, o.WorkerName, shared, holdEvery, poke, peers, bindings.hold, log)
+	holdSharedIDs(ctx, client, o.WorkerName, o.Namespace, shared, holdEvery, poke, peers, bindings.hold, log)
 	// This worker's own ids, after the shared ones: other workers forward
 	// the runtimes it holds here.
 	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
