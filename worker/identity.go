@@ -140,7 +140,7 @@ const holdInterval = 30 * time.Second
 // per-worker run ids), and says whether this worker (self) holds the
 // shared ids — the engine names code-runner::run's worker — which hold is
 // told (holderBindings.hold).
-func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace string, ids []string, interval time.Duration, poke <-chan struct{}, peers *peerTags, hold func(bool), log *slog.Logger) {
+func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace string, ids []string, interval time.Duration, poke <-chan struct{}, reconnect func() <-chan struct{}, peers *peerTags, hold func(bool), log *slog.Logger) {
 	// A check that failed (no answer, a bad one) is tried again soon —
 	// 0.5, 1, then 2 s later, five times in all — rather than at the next
 	// tick, so a takeover prompted by an event still lands within §24.3's
@@ -168,6 +168,16 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace stri
 	list := func() ([]listedRow, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
+		// A reconnect while the listing waits: its answer would have come
+		// on the connection that is gone.
+		stop := reconnect()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
 		res, err := client.Invoke(lctx, iii.Call{FunctionID: "engine::functions::list", Data: json.RawMessage(`{"prefix":"code-runner::","include_internal":true}`), Timeout: 5 * time.Second})
 		if err != nil {
 			return nil, err
@@ -279,6 +289,33 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace stri
 			check(false)
 		}
 	}()
+}
+
+// signal is a broadcast that fires again and again: Next answers a
+// channel closed at the next Fire.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Next answers a channel closed at the next Fire.
+func (s *signal) Next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// Fire closes the channel Next answered, if any.
+func (s *signal) Fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
 }
 
 // listedRow is one row of engine::functions::list.

@@ -609,3 +609,31 @@ func TestTheHoldCheckReadsItsOwnNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A lone worker whose connection drops serves the shared ids again once it
+// is back — they are on standby, so the reconnect itself does not send
+// them; the check it prompts does — and a second drop and return does the
+// same, on both engine behaviours.
+func TestALoneWorkerServesTheSharedIDsAgainAfterAReconnect(t *testing.T) {
+	for _, refusing := range []bool{false, true} {
+		e := engineMode(t, refusing)
+		startServe(t, e, ServeOptions{WorkerName: "cr-solo"})
+		ctx := ctxT(t)
+		for drop := 1; drop <= 2; drop++ {
+			before := leavingID(t, e, "cr-solo")
+			if n := e.CloseConnection("cr-solo"); n != 1 {
+				t.Fatalf("refusing=%v: closed %d connections", refusing, n)
+			}
+			if err := e.WaitUntil(ctx, func() bool {
+				id, _ := e.WaitWorker(ctx, "cr-solo")
+				return id != "" && id != before && sharedHolder(t, e) == "cr-solo"
+			}); err != nil {
+				t.Fatalf("refusing=%v drop %d: the shared ids are held by %q after the reconnect", refusing, drop, sharedHolder(t, e))
+			}
+			out, eb := runNode(t, e, map[string]any{"code": "return 6 * 7"})
+			if eb != nil || out["result"] != float64(42) {
+				t.Fatalf("refusing=%v drop %d: %v %+v", refusing, drop, out, eb)
+			}
+		}
+	}
+}

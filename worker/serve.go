@@ -96,6 +96,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// engine's worker events and after each reconnect, which registers
 	// everything but the shared ids again.
 	poke := make(chan struct{}, 1)
+	// connected ends a shared-id listing still waiting on a connection
+	// that is gone: its answer will never come, and the check after the
+	// reconnect should not wait for its timeout.
+	connected := &signal{}
 	pokeHold := func() {
 		select {
 		case poke <- struct{}{}:
@@ -103,7 +107,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 	}
 	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log,
-		Contested: isShared, OnConnected: pokeHold,
+		Contested: isShared, OnConnected: func() { connected.Fire(); pokeHold() },
 		OnRejected: func(code, detail string) {
 			err := fmt.Errorf("the engine rejected this worker (%s): %s", code, detail)
 			if code == "WORKER_NAMESPACE_CONFLICT" {
@@ -327,7 +331,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if holdEvery <= 0 {
 		holdEvery = holdInterval
 	}
-	holdSharedIDs(ctx, client, o.WorkerName, o.Namespace, shared, holdEvery, poke, peers, bindings.hold, log)
+	holdSharedIDs(ctx, client, o.WorkerName, o.Namespace, shared, holdEvery, poke, connected.Next, peers, bindings.hold, log)
 	// This worker's own ids, after the shared ones: other workers forward
 	// the runtimes it holds here.
 	pub.Publish(core.WorkerID(core.FnRun, tag), core.WorkerID(core.FnTeardown, tag), core.WorkerID(core.FnRegisterFunction, tag))
