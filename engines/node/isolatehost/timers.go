@@ -59,12 +59,55 @@ func (q *timerHeap) Pop() any {
 // timerState is a runtime's schedule.
 type timerState struct {
 	byID  map[int64]*timer
+	refs  map[int64]int // owner task → how many ref'd pending timers it owns
 	queue timerHeap
 	seq   uint64
 }
 
 func newTimerState() *timerState {
-	return &timerState{byID: map[int64]*timer{}}
+	return &timerState{byID: map[int64]*timer{}, refs: map[int64]int{}}
+}
+
+// put adds t to the pending timers (replacing one with its id).
+func (s *timerState) put(t *timer) {
+	s.remove(t.id)
+	s.byID[t.id] = t
+	if t.ref {
+		s.refs[t.owner]++
+	}
+}
+
+// remove forgets the pending timer id, if there is one.
+func (s *timerState) remove(id int64) {
+	t, ok := s.byID[id]
+	if !ok {
+		return
+	}
+	delete(s.byID, id)
+	if t.ref {
+		s.unref(t.owner)
+	}
+}
+
+// setRef makes t hold its owner's answer (on) or not.
+func (s *timerState) setRef(t *timer, on bool) {
+	if t.ref == on {
+		return
+	}
+	t.ref = on
+	if on {
+		s.refs[t.owner]++
+	} else {
+		s.unref(t.owner)
+	}
+}
+
+func (s *timerState) unref(owner int64) {
+	if s.refs[owner] <= 1 {
+		delete(s.refs, owner)
+	} else {
+		s.refs[owner]--
+	}
 }
 
 func (s *timerState) schedule(t *timer) {
@@ -103,15 +146,10 @@ func (s *timerState) next() *timer {
 	return nil
 }
 
-// refsOf counts the ref'd timers task owns.
+// refsOf counts the ref'd timers task owns (kept as timers come and go,
+// so the check after every entry does not walk all 10,000).
 func (s *timerState) refsOf(task int64) int {
-	n := 0
-	for _, t := range s.byID {
-		if t.ref && t.owner == task {
-			n++
-		}
-	}
-	return n
+	return s.refs[task]
 }
 
 // timerOp handles the prelude's timer operations; it answers "" or a
@@ -136,17 +174,17 @@ func (h *host) timerOp(op, arg string) string {
 			t.every = d
 		}
 		t.due = time.Now().Add(d)
-		s.byID[id] = t
+		s.put(t)
 		s.schedule(t)
 	case "clear":
 		id, _ := strconv.ParseInt(arg, 10, 64)
-		delete(s.byID, id)
+		s.remove(id)
 		s.compact()
 	case "ref":
 		idText, on, _ := strings.Cut(arg, ",")
 		id, _ := strconv.ParseInt(idText, 10, 64)
 		if t, ok := s.byID[id]; ok {
-			t.ref = on == "1"
+			s.setRef(t, on == "1")
 		}
 	case "hasRef":
 		id, _ := strconv.ParseInt(arg, 10, 64)
@@ -204,7 +242,7 @@ func (h *host) fireTimers() (int, bool) {
 			}
 			h.timers.schedule(t)
 		} else {
-			delete(h.timers.byID, t.id)
+			h.timers.remove(t.id)
 		}
 		owner := t.owner
 		if _, ok := h.tasks[owner]; !ok {
@@ -236,7 +274,7 @@ func (h *host) waitsForTimers(task int64) bool {
 func (s *timerState) dropOwnedBy(task int64) {
 	for id, t := range s.byID {
 		if t.owner == task {
-			delete(s.byID, id)
+			s.remove(id)
 		}
 	}
 	s.compact()
