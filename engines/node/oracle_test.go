@@ -21,6 +21,13 @@ import (
 // and the completion value as JSON (null as the sandbox maps it).
 func nativeNode(t *testing.T, code string) (stdout, result string) {
 	t.Helper()
+	stdout, _, result = nativeNodeStreams(t, code)
+	return stdout, result
+}
+
+// nativeNodeStreams is nativeNode with the stderr node wrote.
+func nativeNodeStreams(t *testing.T, code string) (stdout, stderr, result string) {
+	t.Helper()
 	bin, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("the differential tests need the machine's node (20) on PATH: %v", err)
@@ -44,19 +51,17 @@ process.on("exit", () => __fs.writeFileSync(` + jsonString(resPath) + `, __out))
 	// The built-in packages resolve to the very files the build bundled.
 	modules, _ := filepath.Abs("../../deps/jsenv/node_modules")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "TZ=UTC", "LANG=C.UTF-8", "NODE_PATH=" + modules}
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node failed on the oracle snippet: %v\n%s", err, stderr)
+		t.Fatalf("node failed on the oracle snippet: %v\n%s", err, errBuf.String())
 	}
 	b, err := os.ReadFile(resPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out), string(b)
+	return string(out), errBuf.String(), string(b)
 }
 
 func jsonString(s string) string {
@@ -152,6 +157,30 @@ console.table("not tabular");
 console.log(new Error("with stack").stack.split("\n")[0]);
 `)
 	sameAsNode(t, r, b.String())
+}
+
+// The console methods that write to stderr — assert, warn, error, and
+// trace's first line — write what node writes.
+func TestConsoleWarnsAsNodeDoes(t *testing.T) {
+	r, _ := newLoopRig(t, nil)
+	code := `console.assert(1 === 2, "math is broken");
+console.assert(false);
+console.assert(true, "not shown");
+console.assert(false, { a: 1 }, "x");
+console.assert(false, "%s and %d", "fmt", 7, "rest");
+console.assert(0, [1, 2]);
+console.warn("w %o", { b: [1] });
+console.error(new Map([[1, 2]]), "e");
+try { console.assert(false, Symbol("s")); } catch (e) { console.error("threw", e.constructor.name); }`
+	_, wantErr, _ := nativeNodeStreams(t, code)
+	res, err := r.run(t, map[string]any{"lang": "node", "code": code})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if res.Stderr != wantErr {
+		t.Errorf("stderr differs from node's\n--- sandbox\n%s\n--- node\n%s", res.Stderr, wantErr)
+		diffLines(t, res.Stderr, wantErr)
+	}
 }
 
 func TestBuiltinsAndPackagesAnswerAsNodeDoes(t *testing.T) {

@@ -326,9 +326,10 @@
     },
     assert(value, ...args) {
       if (value) return;
-      if (args.length === 0) args = ['Assertion failed'];
-      else if (typeof args[0] === 'string') args[0] = 'Assertion failed: ' + args[0];
-      else args.unshift('Assertion failed');
+      // As node: the first argument becomes part of the message as a
+      // template string would make it (an object reads [object Object], a
+      // symbol throws), and the rest are formatted after it.
+      args[0] = `Assertion failed${args.length === 0 ? '' : `: ${args[0]}`}`;
       emit('warn', formatArgs(args));
     },
     dir(obj, options) {
