@@ -22,7 +22,7 @@ import (
 )
 
 // TestSoakGroup is the soak's group variant (contract §24): two workers on
-// one last-writer engine — a survivor served in this process and a victim,
+// one engine — a survivor served in this process and a victim,
 // the real binary, SIGKILLed and started again every SOAK_GROUP_KILL_EVERY
 // (60 s) for SOAK_GROUP_FOR (4 min) — and 8 callers of mixed work through
 // the shared ids. No answer may be wrong; a failed call must be explained
@@ -53,8 +53,6 @@ func soakGroup(t *testing.T, refusing bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	survivor := startServe(t, e, ServeOptions{WorkerName: "cr-survivor"})
-	defer survivor.stop()
 	ctx := context.Background()
 	victimTag := Tag("cr-victim")
 	var victim *exec.Cmd
@@ -73,8 +71,14 @@ func soakGroup(t *testing.T, refusing bool) {
 			t.Fatalf("the victim never served: %v\n%s", err, victimLog.String())
 		}
 	}
+	// The victim starts first, so it holds the shared ids and the first
+	// kill is a failover; the survivor joins on standby. A restarted
+	// victim leaves the ids with the survivor (a rolling restart), so the
+	// later kills are of a worker whose runtimes the survivor forwards to.
 	startVictim()
 	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
+	survivor := startServe(t, e, ServeOptions{WorkerName: "cr-survivor"})
+	defer survivor.stop()
 
 	var mu sync.Mutex
 	var kills []time.Time

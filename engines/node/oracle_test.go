@@ -278,14 +278,14 @@ for (const f of [() => assert.strictEqual(1, 2), () => assert.equal(1, 2, "custo
 try { assert.strict.deepEqual([1, 2], [1, 2]); out.push("deep ok"); } catch (e) { out.push(e.message); }
 return out;`,
 		"timers order": `const out = [];
-setTimeout(() => out.push("t20"), 20);
+setTimeout(() => out.push("t200"), 200); // well after the interval's third run, even under load
 setTimeout(() => out.push("t0"), 0);
 setImmediate(() => out.push("imm"));
 process.nextTick(() => out.push("tick"));
 queueMicrotask(() => out.push("micro"));
 Promise.resolve().then(() => out.push("then"));
 const iv = setInterval(() => { out.push("iv"); if (out.filter((x) => x === "iv").length === 3) clearInterval(iv); }, 5);
-await new Promise((r) => setTimeout(r, 60));
+await new Promise((r) => setTimeout(r, 300));
 const t = setTimeout(() => {}, 1000); out.push(typeof t.ref, t.hasRef()); t.unref(); out.push(t.hasRef()); clearTimeout(t);
 let refired = 0; const once = setTimeout(() => { refired++; }, 5);
 await new Promise((r) => setTimeout(r, 30)); once.refresh(); await new Promise((r) => setTimeout(r, 30));
