@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -24,27 +23,7 @@ func TestTwoWorkersNeverSplitANewNamespace(t *testing.T) {
 		if err := e.WaitUntil(ctx, func() bool { return e.HasFunction(ids[0]) && e.HasFunction(ids[1]) }); err != nil {
 			t.Fatal(err)
 		}
-		list := func(prefix string) map[string]string {
-			t.Helper()
-			res, eb, err := e.Invoke(ctx, "engine::functions::list", map[string]any{"prefix": prefix, "include_internal": true}, nil)
-			if err != nil || eb != nil {
-				t.Fatal(err, eb)
-			}
-			var out struct {
-				Functions []struct {
-					FunctionID string `json:"function_id"`
-					WorkerName string `json:"worker_name"`
-				} `json:"functions"`
-			}
-			_ = json.Unmarshal(res, &out)
-			m := map[string]string{}
-			for _, f := range out.Functions {
-				if strings.HasPrefix(f.FunctionID, prefix) {
-					m[f.FunctionID] = f.WorkerName
-				}
-			}
-			return m
-		}
+		list := func(prefix string) map[string]string { return listedFunctions(t, e, prefix) }
 		for round := range 100 {
 			ns := fmt.Sprintf("race%d", round)
 			var wg sync.WaitGroup

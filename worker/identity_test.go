@@ -229,23 +229,28 @@ func TestARestartIsNotRefusedForAPredecessorThatDoesNotAnswer(t *testing.T) {
 // code-runner::run ("" when none holds it).
 func sharedHolder(t *testing.T, e *iiitest.Engine) string {
 	t.Helper()
-	res, eb, err := e.Invoke(ctxT(t), "engine::functions::list", map[string]any{"prefix": "code-runner::run", "include_internal": true}, nil)
+	return listedFunctions(t, e, "code-runner::run")["code-runner::run"]
+}
+
+// listedFunctions maps the ids the engine lists under prefix (internal
+// ones included) to the names of the workers serving them.
+func listedFunctions(t *testing.T, e *iiitest.Engine, prefix string) map[string]string {
+	t.Helper()
+	res, eb, err := e.Invoke(ctxT(t), "engine::functions::list", map[string]any{"prefix": prefix, "include_internal": true}, nil)
 	if err != nil || eb != nil {
 		t.Fatal(err, eb)
 	}
-	var out struct {
-		Functions []struct {
-			FunctionID string `json:"function_id"`
-			WorkerName string `json:"worker_name"`
-		} `json:"functions"`
+	rows, err := listedRows(res, "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	_ = json.Unmarshal(res, &out)
-	for _, f := range out.Functions {
-		if f.FunctionID == "code-runner::run" {
-			return f.WorkerName
+	m := map[string]string{}
+	for _, f := range rows {
+		if strings.HasPrefix(f.FunctionID, prefix) {
+			m[f.FunctionID] = f.WorkerName
 		}
 	}
-	return ""
+	return m
 }
 
 // With two workers, the pre_generate hook and each console asset are bound
