@@ -362,6 +362,58 @@ return out;`
 
 // fs reads and writes the runtime's scratch directory with node's shapes
 // and error codes; everything outside it fails without touching the host.
+// ES module idioms answer as node does: import.meta (url, filename,
+// dirname) in module syntax, and code that declares the CommonJS wrapper's
+// own names — const __dirname = path.dirname(fileURLToPath(import.meta.url))
+// — as a run's code, a .mjs module file and a .js one. node runs the same
+// text as real files; paths are compared by shape, as node's are its temp
+// directory's.
+func TestESModuleIdiomsAnswerAsNodeDoes(t *testing.T) {
+	esm := `import { fileURLToPath } from "url";
+import path from "path";
+const __filename = fileURLToPath(import.meta.url);
+const __dirname = path.dirname(__filename);
+export const shapes = [typeof __filename, __dirname === path.dirname(__filename), import.meta.url.startsWith("file:///"),
+  import.meta.filename === __filename, import.meta.dirname === __dirname, import.meta === import.meta, typeof import.meta];
+console.log(JSON.stringify(shapes));
+`
+	// (node then takes the file for an ES module, where require and the
+	// rest are undefined; here the other names stay: docs/behaviour.md.)
+	cjs := `const __filename = "mine"; let exports = 3; const module = { id: "own" };
+console.log(__filename, exports, module.id);
+`
+	main := `import("./e.mjs").then(() => require("./f.js"));`
+	dir := t.TempDir()
+	for name, text := range map[string]string{"e.mjs": esm, "f.js": cjs, "main.js": main} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("node", "main.js")
+	cmd.Dir = dir
+	want, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, want)
+	}
+	r, _ := newLoopRig(t, nil)
+	res := mustRun(t, r, map[string]any{"lang": "node", "code": `const fs = require("fs");
+fs.writeFileSync("e.mjs", ` + jsonString(esm) + `);
+fs.writeFileSync("f.js", ` + jsonString(cjs) + `);
+await import("./e.mjs"); require("./f.js");`})
+	if res.Stdout != string(want) {
+		t.Fatalf("module files:\n--- sandbox\n%s%s\n--- node\n%s", res.Stdout, res.Stderr, want)
+	}
+	// The same module text as a run's code.
+	res = mustRun(t, r, map[string]any{"lang": "node", "code": esm})
+	if first, _, _ := strings.Cut(string(want), "\n"); res.Stdout != first+"\n" {
+		t.Fatalf("as a run's code:\n--- sandbox\n%s\n--- node\n%s", res.Stdout, first)
+	}
+	res = mustRun(t, r, map[string]any{"lang": "node", "code": "const __dirname = 'own'; const exports = 1; return [__dirname, exports]"})
+	if string(res.Result) != `["own",1]` {
+		t.Fatalf("plain code declaring the wrapper's names: %s %s", res.Result, res.Stderr)
+	}
+}
+
 func TestFsIsTheScratchDirectory(t *testing.T) {
 	r, _ := newLoopRig(t, nil)
 	res := mustRun(t, r, map[string]any{"lang": "node", "code": `const fs = require("fs"), fsp = require("fs/promises");

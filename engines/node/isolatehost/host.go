@@ -10,6 +10,8 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1131,10 +1133,42 @@ func (h *host) define(m *hostproto.Msg) (int, bool) {
 	}, m.Task)
 }
 
-// runHead opens a run's wrapper: the code is the body of an async arrow
-// taking CommonJS's names (contract §4.2, §25.5), on the same line as the
+// A run's wrapper: the code is the body of an async arrow taking
+// CommonJS's names (contract §4.2, §25.5), opened on the same line as the
 // code's first line so that line numbers stay the tenant's.
-const runHead = "(async (exports, require, module, __filename, __dirname) => {"
+var runParams = []string{"exports", "require", "module", "__filename", "__dirname"}
+
+// A source's wrapper: a factory that leaves `handler` (or exports it).
+var sourceParams = []string{"handler", "exports", "require", "module"}
+
+// redeclared is V8's error for code that declares a name its wrapper
+// passes as a parameter.
+var redeclared = regexp.MustCompile(`Identifier '([\w$]+)' has already been declared`)
+
+// compileWrapped compiles src inside a wrapper opened by open(params) and
+// closed by tail. Code that declares one of the wrapper's parameter names
+// itself (const __dirname = … in an ES module, as node allows: its
+// wrapper's parameters are not in the code's scope) keeps its own
+// declaration: that parameter is renamed out of the way and the wrapper
+// compiled again.
+func (h *host) compileWrapped(params []string, open func(string) string, src, tail, origin string) (*v8.Value, error) {
+	names := slices.Clone(params)
+	for {
+		v, err := h.ctx.RunScript(open(strings.Join(names, ", "))+src+tail, origin)
+		if err == nil {
+			return v, nil
+		}
+		m := redeclared.FindStringSubmatch(jsErrorText(err))
+		at := -1
+		if m != nil {
+			at = slices.Index(names, m[1])
+		}
+		if at < 0 {
+			return nil, err
+		}
+		names[at] = "__crUnused" + strconv.Itoa(at)
+	}
+}
 
 // runMain runs a run's code as node's main module: the compiled arrow is
 // called with (exports, require, module, __filename, __dirname) and its
@@ -1182,7 +1216,7 @@ func (h *host) runMain(task int64, code string) error {
 // transform when it uses module syntax, TypeScript or a dynamic import.
 func (h *host) compileRun(code string) (*v8.Value, error) {
 	return h.compileWith(code, func(src string) (*v8.Value, error) {
-		return h.ctx.RunScript(runHead+src+"\n})", "code.js")
+		return h.compileWrapped(runParams, func(p string) string { return "(async (" + p + ") => {" }, src, "\n})", "code.js")
 	})
 }
 
@@ -1190,11 +1224,8 @@ func (h *host) compileRun(code string) (*v8.Value, error) {
 // leaves `handler` (or exports it); the prelude's define calls it.
 func (h *host) compileSource(code string) (*v8.Value, error) {
 	return h.compileWith(code, func(src string) (*v8.Value, error) {
-		v, err := h.ctx.RunScript("(function (handler, exports, require, module) {"+src+"\n;return handler;\n})", "source.js")
-		if err != nil && strings.Contains(err.Error(), "has already been declared") {
-			v, err = h.ctx.RunScript("(function (_handler, exports, require, module) {"+src+"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
-		}
-		return v, err
+		return h.compileWrapped(sourceParams, func(p string) string { return "(function (" + p + ") {" }, src,
+			"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
 	})
 }
 

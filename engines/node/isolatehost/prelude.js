@@ -166,6 +166,7 @@
 
   // --- console (contract §4.3: node's util.format, groups, counters, timers, table) ---
   const strIndexOf = String.prototype.indexOf, strReplace = String.prototype.replace, strRepeat = String.prototype.repeat;
+  const regexpExec = RegExp.prototype.exec, encodeURIFn = encodeURI;
   const objectKeys = Object.keys, objectValues = Object.values, hasOwn = Object.prototype.hasOwnProperty;
   const mathMax = Math.max;
   let inspectUnit;
@@ -623,11 +624,28 @@
     module.loaded = true;
     return module.exports;
   }
-  const moduleHead = '(function (exports, require, module, __filename, __dirname) {';
+  // A module's wrapper passes CommonJS's five names; code that declares
+  // one itself (const __dirname = … in an ES module, as node allows: its
+  // wrapper's parameters are not in the code's scope) keeps its own, the
+  // parameter renamed out of the way.
+  const redeclared = /^Identifier '([\w$]+)' has already been declared/;
+  function compileWrapped(filename, src) {
+    const names = ['exports', 'require', 'module', '__filename', '__dirname'];
+    let fn;
+    for (let i = 0; i <= names.length; i++) {
+      fn = native('compile', filename, '(function (' + apply(arrayJoin, names, [', ']) + ') {' + src + '\n})');
+      if (typeof fn === 'function') return fn;
+      const m = apply(regexpExec, redeclared, [StringCtor(fn)]);
+      const at = m === null ? -1 : apply(arrayIndexOf, names, [m[1]]);
+      if (at < 0) return fn;
+      names[at] = '__crUnused' + at;
+    }
+    return fn;
+  }
   function compileModule(text, filename, esm) {
     let src = text;
     if (esm || /\bimport\s*\(/.test(src)) src = transformCode(src, filename);
-    let fn = native('compile', filename, moduleHead + src + '\n})');
+    let fn = compileWrapped(filename, src);
     if (typeof fn !== 'function' && src === text) {
       // Not plain JavaScript: module syntax or TypeScript, or a plain
       // syntax error (then V8's own message is the one to give).
@@ -638,7 +656,7 @@
         if (!moduleSyntax.test(text)) throw new SyntaxErrorCtor(v8Error);
         throw e;
       }
-      fn = native('compile', filename, moduleHead + src + '\n})');
+      fn = compileWrapped(filename, src);
     }
     if (typeof fn !== 'function') throw new SyntaxErrorCtor(StringCtor(fn));
     return fn;
@@ -653,13 +671,28 @@
   function transformCode(code, filename) {
     const transform = loadUnit('internal/sucrase');
     try {
-      return transform(code, Object.assign({ filePath: filename }, transformOptions)).code;
+      return withImportMeta(transform, code, filename);
     } catch (e) {
       // sucrase's message ends with the tenant's (line:column).
       let msg = e && typeof e.message === 'string' ? e.message : StringCtor(e);
       msg = apply(strReplace, msg, [/^Error transforming [^:]*: /, '']);
       throw new SyntaxErrorCtor(msg + ' in ' + filename);
     }
+  }
+  // withImportMeta transforms code, giving it the import.meta node gives
+  // an ES module (url, filename, dirname): sucrase leaves the expression
+  // as it is, and V8 refuses it outside a module. Each import.meta (found
+  // by sucrase's tokenizer, never inside a string or a comment) becomes a
+  // call of a function declared after the code — hoisted, so every line
+  // stays where it was — that makes the object on first use.
+  function withImportMeta(transform, code, filename) {
+    const uses = apply(strIndexOf, code, ['import']) >= 0 && apply(strIndexOf, code, ['meta']) >= 0;
+    const src = uses ? transform.replaceImportMeta(code, '__crImportMeta()') : code;
+    const out = transform(src, Object.assign({ filePath: filename }, transformOptions)).code;
+    if (src === code) return out;
+    const path = filename === '<code>' ? '/scratch/<code>' : filename;
+    return out + '\n;var __crImportMetaValue; function __crImportMeta() { return __crImportMetaValue || (__crImportMetaValue = { url: ' +
+      stringify('file://' + encodeURIFn(path)) + ', filename: ' + stringify(path) + ', dirname: "/scratch" }); }';
   }
   requireFn.resolve = function resolve(spec) {
     requireFn(spec);
