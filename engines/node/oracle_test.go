@@ -412,6 +412,15 @@ await import("./e.mjs"); require("./f.js");`})
 	if string(res.Result) != `["own",1]` {
 		t.Fatalf("plain code declaring the wrapper's names: %s %s", res.Result, res.Stderr)
 	}
+	// Declaring the stand-in name as well ends in V8's own error, not a
+	// loop, in a run and in a module file.
+	for _, code := range []string{"const exports = 1; const __crUnused0 = 2; return 1",
+		`require("fs").writeFileSync("g.js", "const exports = 1; const __crUnused0 = 2;"); require("./g.js")`} {
+		res, err := r.run(t, map[string]any{"lang": "node", "code": code})
+		if err != nil || res.ExitCode != 1 || !strings.Contains(res.Stderr, "SyntaxError: Identifier '__crUnused0' has already been declared") {
+			t.Fatalf("%v %+v", err, res)
+		}
+	}
 }
 
 func TestFsIsTheScratchDirectory(t *testing.T) {

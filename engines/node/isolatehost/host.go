@@ -1163,7 +1163,9 @@ func (h *host) compileWrapped(params []string, open func(string) string, src, ta
 		if m != nil {
 			at = slices.Index(names, m[1])
 		}
-		if at < 0 {
+		// Each parameter is renamed at most once (code that declares the
+		// new name too gets V8's error).
+		if at < 0 || names[at] != params[at] {
 			return nil, err
 		}
 		names[at] = "__crUnused" + strconv.Itoa(at)

@@ -637,7 +637,9 @@
       if (typeof fn === 'function') return fn;
       const m = apply(regexpExec, redeclared, [StringCtor(fn)]);
       const at = m === null ? -1 : apply(arrayIndexOf, names, [m[1]]);
-      if (at < 0) return fn;
+      // Each parameter is renamed at most once (code that declares the
+      // new name too gets V8's error).
+      if (at < 0 || apply(strIndexOf, names[at], ['__crUnused']) === 0) return fn;
       names[at] = '__crUnused' + at;
     }
     return fn;
