@@ -374,8 +374,13 @@ import path from "path";
 const __filename = fileURLToPath(import.meta.url);
 const __dirname = path.dirname(__filename);
 export const shapes = [typeof __filename, __dirname === path.dirname(__filename), import.meta.url.startsWith("file:///"),
-  import.meta.filename === __filename, import.meta.dirname === __dirname, import.meta === import.meta, typeof import.meta];
-console.log(JSON.stringify(shapes));
+  import.meta.filename === __filename, import.meta.dirname === __dirname, import.meta === import.meta, typeof import.meta,
+  Object.keys(import.meta), Object.getPrototypeOf(import.meta), import.meta.resolve("./m.js") === new URL("./m.js", import.meta.url).href,
+  import.meta.resolve("node:fs"), import.meta.resolve("path")];
+const cfg = { import: { meta: "a property" } }; // property names are not import.meta
+class K { constructor() { this.made = true; } }
+const meta = import.meta; meta.K = K;
+console.log(JSON.stringify(shapes), cfg.import.meta, cfg?.import.meta, new import.meta.K().made, "import.meta in a string");
 `
 	// (node then takes the file for an ES module, where require and the
 	// rest are undefined; here the other names stay: docs/behaviour.md.)
@@ -411,6 +416,20 @@ await import("./e.mjs"); require("./f.js");`})
 	res = mustRun(t, r, map[string]any{"lang": "node", "code": "const __dirname = 'own'; const exports = 1; return [__dirname, exports]"})
 	if string(res.Result) != `["own",1]` {
 		t.Fatalf("plain code declaring the wrapper's names: %s %s", res.Result, res.Stderr)
+	}
+	// Code that closes the wrapper early and throws V8's text is not
+	// compiled again (its top level ran once).
+	k := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "code": "globalThis.n = 0; return 0"})
+	for _, code := range []string{
+		"}); globalThis.n++; throw new SyntaxError(\"Identifier 'exports' has already been declared\"); (async () => {",
+		`require("fs").writeFileSync("h.js", "}); globalThis.n++; throw new SyntaxError(\"Identifier 'exports' has already been declared\"); (function () {"); require("./h.js")`,
+	} {
+		if res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": code}); err != nil || res.ExitCode != 1 {
+			t.Fatalf("%v %+v", err, res)
+		}
+	}
+	if res := mustRun(t, r, map[string]any{"runtime_id": k.RuntimeID, "code": "return n"}); string(res.Result) != "2" {
+		t.Fatalf("a thrown error was taken for a compile error: the top level ran %s times for 2 runs", res.Result)
 	}
 	// Declaring the stand-in name as well ends in V8's own error, not a
 	// loop, in a run and in a module file.

@@ -217,11 +217,18 @@ func (h *host) makeCaches() {
 }
 
 // compileModule compiles a module file's wrapped source and answers the
-// function, or the SyntaxError's text as a string.
+// function, or as a string the SyntaxError's text (without "SyntaxError:
+// ") when it does not compile, or "\x01" and the error's text when the
+// compiled script threw (code that closed the wrapper early): the prelude
+// retries with renamed parameters only for the first.
 func (h *host) compileModule(filename, src string) *v8.Value {
-	v, err := h.ctx.RunScript(src, filename)
+	script, err := h.iso.CompileUnboundScript(src, filename, v8.CompileOptions{})
 	if err != nil {
 		return h.str(strings.TrimPrefix(jsErrorText(err), "SyntaxError: "))
+	}
+	v, err := script.Run(h.ctx)
+	if err != nil {
+		return h.str("\x01" + jsErrorText(err))
 	}
 	return h.keep(v)
 }

@@ -1141,22 +1141,23 @@ var runParams = []string{"exports", "require", "module", "__filename", "__dirnam
 // A source's wrapper: a factory that leaves `handler` (or exports it).
 var sourceParams = []string{"handler", "exports", "require", "module"}
 
-// redeclared is V8's error for code that declares a name its wrapper
-// passes as a parameter.
-var redeclared = regexp.MustCompile(`Identifier '([\w$]+)' has already been declared`)
+// redeclared is V8's compile error for code that declares a name its
+// wrapper passes as a parameter.
+var redeclared = regexp.MustCompile(`^SyntaxError: Identifier '([\w$]+)' has already been declared`)
 
 // compileWrapped compiles src inside a wrapper opened by open(params) and
 // closed by tail. Code that declares one of the wrapper's parameter names
 // itself (const __dirname = … in an ES module, as node allows: its
 // wrapper's parameters are not in the code's scope) keeps its own
 // declaration: that parameter is renamed out of the way and the wrapper
-// compiled again.
+// compiled again. Only a compile error is retried, never an error the
+// compiled script threw.
 func (h *host) compileWrapped(params []string, open func(string) string, src, tail, origin string) (*v8.Value, error) {
 	names := slices.Clone(params)
 	for {
-		v, err := h.ctx.RunScript(open(strings.Join(names, ", "))+src+tail, origin)
+		script, err := h.iso.CompileUnboundScript(open(strings.Join(names, ", "))+src+tail, origin, v8.CompileOptions{})
 		if err == nil {
-			return v, nil
+			return script.Run(h.ctx)
 		}
 		m := redeclared.FindStringSubmatch(jsErrorText(err))
 		at := -1

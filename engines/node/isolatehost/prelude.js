@@ -166,7 +166,7 @@
 
   // --- console (contract §4.3: node's util.format, groups, counters, timers, table) ---
   const strIndexOf = String.prototype.indexOf, strReplace = String.prototype.replace, strRepeat = String.prototype.repeat;
-  const regexpExec = RegExp.prototype.exec, encodeURIFn = encodeURI;
+  const regexpExec = RegExp.prototype.exec, encodeURIFn = encodeURI, strSlice = String.prototype.slice;
   const objectKeys = Object.keys, objectValues = Object.values, hasOwn = Object.prototype.hasOwnProperty;
   const mathMax = Math.max;
   let inspectUnit;
@@ -635,6 +635,9 @@
     for (let i = 0; i <= names.length; i++) {
       fn = native('compile', filename, '(function (' + apply(arrayJoin, names, [', ']) + ') {' + src + '\n})');
       if (typeof fn === 'function') return fn;
+      // The compiled script threw (code that closed the wrapper early):
+      // no retry.
+      if (apply(strIndexOf, fn, ['\u0001']) === 0) return apply(strSlice, fn, [1]);
       const m = apply(regexpExec, redeclared, [StringCtor(fn)]);
       const at = m === null ? -1 : apply(arrayIndexOf, names, [m[1]]);
       // Each parameter is renamed at most once (code that declares the
@@ -667,7 +670,7 @@
   // transform fails too: the transformer's for code that uses import/export
   // or TypeScript, V8's own otherwise.
   const moduleSyntax = /^\s*(import|export)\b|^\s*(interface|enum|declare|namespace|abstract\s+class)\s|^\s*type\s+[A-Za-z_$][\w$]*\s*(<[^>]*>)?\s*=|\)\s*:\s*[A-Za-z_${[(]|\b(let|const|var)\s+[A-Za-z_$][\w$]*\s*:\s*[A-Za-z_${[(]|\bas\s+(const|any|unknown|string|number|boolean)\b|\bsatisfies\b/m;
-  const transformOptions = { transforms: ['typescript', 'imports'], disableESTransforms: true, production: true };
+  const transformOptions = freeze({ transforms: freeze(['typescript', 'imports']) });
   // transformCode turns module syntax into require calls and removes
   // TypeScript (sucrase, which keeps every line where it was).
   function transformCode(code, filename) {
@@ -687,14 +690,21 @@
   // by sucrase's tokenizer, never inside a string or a comment) becomes a
   // call of a function declared after the code — hoisted, so every line
   // stays where it was — that makes the object on first use.
+  // The object has node's shape: a null prototype, dirname, filename,
+  // resolve (a relative or absolute path to its file: URL, a node: name
+  // as it is, a bare name to node:<name>) and url. The names __crIM and
+  // __crIMv are the code's own from then on.
   function withImportMeta(transform, code, filename) {
     const uses = apply(strIndexOf, code, ['import']) >= 0 && apply(strIndexOf, code, ['meta']) >= 0;
-    const src = uses ? transform.replaceImportMeta(code, '__crImportMeta()') : code;
-    const out = transform(src, Object.assign({ filePath: filename }, transformOptions)).code;
+    const src = uses ? transform.replaceImportMeta(code, '__crIM') : code;
+    const out = transform(src, { filePath: filename, transforms: transformOptions.transforms, disableESTransforms: true, production: true }).code;
     if (src === code) return out;
     const path = filename === '<code>' ? '/scratch/<code>' : filename;
-    return out + '\n;var __crImportMetaValue; function __crImportMeta() { return __crImportMetaValue || (__crImportMetaValue = { url: ' +
-      stringify('file://' + encodeURIFn(path)) + ', filename: ' + stringify(path) + ', dirname: "/scratch" }); }';
+    return out + '\n;var __crIMv; function __crIM() { if (__crIMv) return __crIMv; ' +
+      'const url = ' + stringify('file://' + encodeURIFn(path)) + '; __crIMv = Object.create(null); ' +
+      '__crIMv.dirname = "/scratch"; __crIMv.filename = ' + stringify(path) + '; ' +
+      '__crIMv.resolve = function resolve(s) { s = String(s); if (/^(\\.{0,2}\\/)/.test(s)) return "file://" + encodeURI(s[0] === "/" ? s : "/scratch/" + s.replace(/^\\.\\//, "")); return s.startsWith("node:") ? s : "node:" + s; }; ' +
+      '__crIMv.url = url; return __crIMv; }';
   }
   requireFn.resolve = function resolve(spec) {
     requireFn(spec);
