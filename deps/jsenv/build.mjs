@@ -77,6 +77,12 @@ function builtins(own) {
       // work when it first loads).
       build.onResolve({ filter: /^\.\/(Options|computeSourceMap|util\/formatTokens)$/ }, (args) =>
         args.importer === path.join(here, 'node_modules/sucrase/dist/index.js') ? { path: path.join(here, 'src/shim/sucrase-unused.js') } : undefined);
+      // readable-stream's browser build replaces Readable.from with a
+      // function that throws ("not available in the browser"); its node
+      // implementation is plain JavaScript over async iterators, so the
+      // stream unit takes that one.
+      build.onResolve({ filter: /^\.\/internal\/streams\/from$/ }, (args) =>
+        args.importer.includes(path.join('node_modules', 'readable-stream')) ? { path: path.join(path.dirname(args.importer), 'internal/streams/from.js') } : undefined);
       build.onResolve({ filter: builtinRe }, (args) => {
         const m = builtinRe.exec(args.path);
         let sub = m[3] || '';

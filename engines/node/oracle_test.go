@@ -293,6 +293,20 @@ out.push(refired);
 const { setTimeout: sleep } = require("timers/promises");
 out.push(await sleep(5, "slept"));
 return out.filter((x) => x !== "t0" && x !== "imm").concat(out.includes("t0"), out.includes("imm"));`,
+		"streams and promisify": `const { Readable } = require("stream"); const util = require("util"); const { once, EventEmitter } = require("events");
+const out = [];
+for await (const c of Readable.from(["a", "b", "c"])) out.push(c);
+out.push(await util.promisify(setTimeout)(5, "slept"), await util.promisify(setImmediate)("imm"));
+out.push(util.promisify(setTimeout) === require("timers/promises").setTimeout);
+function legacy(cb) { cb(null, "plain"); }
+legacy[util.promisify.custom] = () => Promise.resolve("custom");
+out.push(await util.promisify(legacy)(), await util.promisify((x, cb) => cb(null, x * 2))(21));
+const p = util.promisify(legacy); out.push(util.promisify(p) === p);
+try { const bad = () => {}; bad[util.promisify.custom] = 1; util.promisify(bad); } catch (e) { out.push(e.code, e.constructor.name); }
+const e = new EventEmitter(); setTimeout(() => e.emit("go", 42), 5); out.push((await once(e, "go"))[0]);
+const collected = []; Readable.from([1, 2]).on("data", (d) => collected.push(d)).on("end", () => collected.push("end"));
+await new Promise((r) => setTimeout(r, 20)); out.push(collected);
+return out;`,
 		"late timers print before the answer": `setTimeout(() => console.log("late"), 30); console.log("early"); return 1;`,
 		"abort and events": `const ac = new AbortController(); const got = [];
 ac.signal.addEventListener("abort", (e) => got.push(e.type, ac.signal.aborted));

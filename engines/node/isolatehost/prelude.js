@@ -473,6 +473,16 @@
   setGlobal('setTimeout', function setTimeout(fn, delay, ...args) { return arm(fn, delay, args, false, false); });
   setGlobal('setInterval', function setInterval(fn, delay, ...args) { return arm(fn, delay, args, true, false); });
   setGlobal('setImmediate', function setImmediate(fn, ...args) { return arm(fn, 0, args, false, true); });
+  // util.promisify(setTimeout) and util.promisify(setImmediate) are
+  // timers/promises' own functions, as in node (loaded on first use).
+  if (envOn) {
+    const promisifyCustom = Symbol.for('nodejs.util.promisify.custom');
+    for (const name of ['setTimeout', 'setImmediate']) {
+      defineProperty(globalThis[name], promisifyCustom, {
+        get() { return requireFn('timers/promises')[name]; }, configurable: true, enumerable: false,
+      });
+    }
+  }
   setGlobal('clearTimeout', function clearTimeout(t) { clearTimer(t); });
   setGlobal('clearInterval', function clearInterval(t) { clearTimer(t); });
   setGlobal('clearImmediate', function clearImmediate(t) { clearTimer(t); });
