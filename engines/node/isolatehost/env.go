@@ -216,13 +216,13 @@ func (h *host) makeCaches() {
 	h.pendingCaches = h.pendingCaches[:0]
 }
 
-// compileModule compiles a module file's wrapped source and answers the
-// function, or as a string the SyntaxError's text (without "SyntaxError:
-// ") when it does not compile, or "\x01" and the error's text when the
-// compiled script threw (code that closed the wrapper early): the prelude
-// retries with renamed parameters only for the first.
+// compileModule compiles a module file's code in its CommonJS wrapper
+// (compileWrapped) and answers the function, or as a string the
+// SyntaxError's text (without "SyntaxError: ") when it does not compile, or
+// "\x01" and the error's text when the compiled script threw (code that
+// closed the wrapper early).
 func (h *host) compileModule(filename, src string) *v8.Value {
-	script, err := h.iso.CompileUnboundScript(src, filename, v8.CompileOptions{})
+	script, err := h.compileWrapped(runParams, func(p string) string { return "(function (" + p + ") {" }, src, "\n})", filename)
 	if err != nil {
 		return h.str(strings.TrimPrefix(jsErrorText(err), "SyntaxError: "))
 	}

@@ -1133,9 +1133,10 @@ func (h *host) define(m *hostproto.Msg) (int, bool) {
 	}, m.Task)
 }
 
-// A run's wrapper: the code is the body of an async arrow taking
-// CommonJS's names (contract §4.2, §25.5), opened on the same line as the
-// code's first line so that line numbers stay the tenant's.
+// CommonJS's names, which a run's wrapper (the body of an async arrow,
+// contract §4.2, §25.5) and a module file's pass; a wrapper opens on the
+// same line as the code's first line so that line numbers stay the
+// tenant's.
 var runParams = []string{"exports", "require", "module", "__filename", "__dirname"}
 
 // A source's wrapper: a factory that leaves `handler` (or exports it).
@@ -1150,14 +1151,14 @@ var redeclared = regexp.MustCompile(`^SyntaxError: Identifier '([\w$]+)' has alr
 // itself (const __dirname = … in an ES module, as node allows: its
 // wrapper's parameters are not in the code's scope) keeps its own
 // declaration: that parameter is renamed out of the way and the wrapper
-// compiled again. Only a compile error is retried, never an error the
-// compiled script threw.
-func (h *host) compileWrapped(params []string, open func(string) string, src, tail, origin string) (*v8.Value, error) {
+// compiled again. It only compiles: the caller runs the script, and an
+// error the script throws is never taken for a compile error.
+func (h *host) compileWrapped(params []string, open func(string) string, src, tail, origin string) (*v8.UnboundScript, error) {
 	names := slices.Clone(params)
 	for {
 		script, err := h.iso.CompileUnboundScript(open(strings.Join(names, ", "))+src+tail, origin, v8.CompileOptions{})
 		if err == nil {
-			return script.Run(h.ctx)
+			return script, nil
 		}
 		m := redeclared.FindStringSubmatch(jsErrorText(err))
 		at := -1
@@ -1215,11 +1216,20 @@ func (h *host) runMain(task int64, code string) error {
 	return h.call("track", h.num(task), p)
 }
 
+// runWrapped runs a wrapper compileWrapped compiled, which makes its
+// function.
+func (h *host) runWrapped(script *v8.UnboundScript, err error) (*v8.Value, error) {
+	if err != nil {
+		return nil, err
+	}
+	return script.Run(h.ctx)
+}
+
 // compileRun compiles a run's code as plain JavaScript, or after the
 // transform when it uses module syntax, TypeScript or a dynamic import.
 func (h *host) compileRun(code string) (*v8.Value, error) {
 	return h.compileWith(code, func(src string) (*v8.Value, error) {
-		return h.compileWrapped(runParams, func(p string) string { return "(async (" + p + ") => {" }, src, "\n})", "code.js")
+		return h.runWrapped(h.compileWrapped(runParams, func(p string) string { return "(async (" + p + ") => {" }, src, "\n})", "code.js"))
 	})
 }
 
@@ -1227,8 +1237,8 @@ func (h *host) compileRun(code string) (*v8.Value, error) {
 // leaves `handler` (or exports it); the prelude's define calls it.
 func (h *host) compileSource(code string) (*v8.Value, error) {
 	return h.compileWith(code, func(src string) (*v8.Value, error) {
-		return h.compileWrapped(sourceParams, func(p string) string { return "(function (" + p + ") {" }, src,
-			"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js")
+		return h.runWrapped(h.compileWrapped(sourceParams, func(p string) string { return "(function (" + p + ") {" }, src,
+			"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js"))
 	})
 }
 

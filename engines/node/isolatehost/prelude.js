@@ -166,7 +166,7 @@
 
   // --- console (contract §4.3: node's util.format, groups, counters, timers, table) ---
   const strIndexOf = String.prototype.indexOf, strReplace = String.prototype.replace, strRepeat = String.prototype.repeat;
-  const regexpExec = RegExp.prototype.exec, encodeURIFn = encodeURI, strSlice = String.prototype.slice;
+  const encodeURIFn = encodeURI, strSlice = String.prototype.slice;
   const objectKeys = Object.keys, objectValues = Object.values, hasOwn = Object.prototype.hasOwnProperty;
   const mathMax = Math.max;
   let inspectUnit;
@@ -634,27 +634,13 @@
     module.loaded = true;
     return module.exports;
   }
-  // A module's wrapper passes CommonJS's five names; code that declares
-  // one itself (const __dirname = … in an ES module, as node allows: its
-  // wrapper's parameters are not in the code's scope) keeps its own, the
-  // parameter renamed out of the way.
-  const redeclared = /^Identifier '([\w$]+)' has already been declared/;
+  // compileWrapped compiles a module's code in its CommonJS wrapper (the
+  // host's compileWrapped: code that declares one of the wrapper's names
+  // keeps its own declaration). It answers the function or the error text.
   function compileWrapped(filename, src) {
-    const names = ['exports', 'require', 'module', '__filename', '__dirname'];
-    let fn;
-    for (let i = 0; i <= names.length; i++) {
-      fn = native('compile', filename, '(function (' + apply(arrayJoin, names, [', ']) + ') {' + src + '\n})');
-      if (typeof fn === 'function') return fn;
-      // The compiled script threw (code that closed the wrapper early):
-      // no retry.
-      if (apply(strIndexOf, fn, ['\u0001']) === 0) return apply(strSlice, fn, [1]);
-      const m = apply(regexpExec, redeclared, [StringCtor(fn)]);
-      const at = m === null ? -1 : apply(arrayIndexOf, names, [m[1]]);
-      // Each parameter is renamed at most once (code that declares the
-      // new name too gets V8's error).
-      if (at < 0 || apply(strIndexOf, names[at], ['__crUnused']) === 0) return fn;
-      names[at] = '__crUnused' + at;
-    }
+    const fn = native('compile', filename, src);
+    // The compiled script threw (code that closed the wrapper early).
+    if (typeof fn === 'string' && apply(strIndexOf, fn, ['\u0001']) === 0) return apply(strSlice, fn, [1]);
     return fn;
   }
   function compileModule(text, filename, esm) {
