@@ -103,27 +103,42 @@ type EngineOwners struct {
 	Namespace string
 }
 
-// functionRow is one row of engine::functions::list.
-type functionRow struct {
+// FunctionRow is one row of engine::functions::list.
+type FunctionRow struct {
 	FunctionID string `json:"function_id"`
 	WorkerName string `json:"worker_name"`
 	Namespace  string `json:"namespace"` // 0.23 only
 }
 
-// functions lists the functions in this worker's namespace whose ids start
-// with prefix, internal ones included.
-func (o *EngineOwners) functions(ctx context.Context, prefix string) ([]functionRow, error) {
+// FunctionRows reads an engine::functions::list answer, keeping the rows
+// of engine namespace namespace ("" = "default"): a 0.23 engine lists
+// every namespace, a 0.22 engine's rows have none and are everyone's.
+func FunctionRows(res json.RawMessage, namespace string) ([]FunctionRow, error) {
 	var out struct {
-		Functions []functionRow `json:"functions"`
+		Functions []FunctionRow `json:"functions"`
 	}
-	if err := o.list(ctx, "engine::functions::list", prefix, &out); err != nil {
+	if err := json.Unmarshal(res, &out); err != nil {
 		return nil, err
 	}
 	rows := out.Functions[:0]
 	for _, f := range out.Functions {
-		if SameNamespace(f.Namespace, o.Namespace) {
+		if SameNamespace(f.Namespace, namespace) {
 			rows = append(rows, f)
 		}
+	}
+	return rows, nil
+}
+
+// functions lists the functions in this worker's namespace whose ids start
+// with prefix, internal ones included.
+func (o *EngineOwners) functions(ctx context.Context, prefix string) ([]FunctionRow, error) {
+	res, err := o.invokeList(ctx, "engine::functions::list", prefix)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := FunctionRows(res, o.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("engine::functions::list answered %w", errors.Join(errors.New("an unreadable list"), err))
 	}
 	return rows, nil
 }
@@ -177,11 +192,19 @@ func (o *EngineOwners) TriggerTypeWorker(ctx context.Context, id string) (string
 	return "", nil
 }
 
-func (o *EngineOwners) list(ctx context.Context, fn, prefix string, into any) error {
+func (o *EngineOwners) invokeList(ctx context.Context, fn, prefix string) (json.RawMessage, error) {
 	data, _ := json.Marshal(map[string]any{"prefix": prefix, "include_internal": true})
 	res, err := o.Transport.Invoke(ctx, Invocation{FunctionID: fn, Data: data, Timeout: ownerQueryTimeout})
 	if err != nil {
-		return fmt.Errorf("%s: %w", fn, err)
+		return nil, fmt.Errorf("%s: %w", fn, err)
+	}
+	return res, nil
+}
+
+func (o *EngineOwners) list(ctx context.Context, fn, prefix string, into any) error {
+	res, err := o.invokeList(ctx, fn, prefix)
+	if err != nil {
+		return err
 	}
 	if err := json.Unmarshal(res, into); err != nil {
 		return fmt.Errorf("%s answered %w", fn, errors.Join(errors.New("an unreadable list"), err))

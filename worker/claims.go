@@ -27,13 +27,13 @@ type engineClaims struct {
 	tag    string
 }
 
-func claimIDs(ns string) string {
+func claimPrefixOf(ns string) string {
 	return claimPrefix + strings.TrimSuffix(ns, "::") + "@"
 }
 
 // Stake implements core.NamespaceClaims.
 func (c *engineClaims) Stake(ctx context.Context, ns string) error {
-	id := claimIDs(ns) + c.tag
+	id := claimPrefixOf(ns) + c.tag
 	c.client.RegisterFunction(iii.FunctionDef{ID: id,
 		Description: "Internal: the code-runner worker tagged " + c.tag + " creates or serves namespace " + ns + " for the group (contract §24.2); nothing to call.",
 		Metadata:    json.RawMessage(`{"internal":true}`)},
@@ -45,7 +45,7 @@ func (c *engineClaims) Stake(ctx context.Context, ns string) error {
 
 // Claimants implements core.NamespaceClaims.
 func (c *engineClaims) Claimants(ctx context.Context, ns string) ([]string, error) {
-	prefix := claimIDs(ns)
+	prefix := claimPrefixOf(ns)
 	ids, err := c.owners.ListedIDs(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -61,5 +61,5 @@ func (c *engineClaims) Claimants(ctx context.Context, ns string) ([]string, erro
 
 // Withdraw implements core.NamespaceClaims.
 func (c *engineClaims) Withdraw(ns string) {
-	c.client.UnregisterFunction(claimIDs(ns) + c.tag)
+	c.client.UnregisterFunction(claimPrefixOf(ns) + c.tag)
 }

@@ -165,7 +165,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace stri
 		backoff = min(max(2*backoff, 500*time.Millisecond), 2*time.Second)
 		soon(backoff)
 	}
-	list := func() ([]listedRow, error) {
+	list := func() ([]core.FunctionRow, error) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		// A reconnect while the listing waits: its answer would have come
@@ -182,7 +182,7 @@ func holdSharedIDs(ctx context.Context, client *iii.Client, self, namespace stri
 		if err != nil {
 			return nil, err
 		}
-		return listedRows(res, namespace)
+		return core.FunctionRows(res, namespace)
 	}
 	// confirm waits (at start only, up to 2 s) until the engine lists the
 	// ids just registered, so the worker reports ready serving them and,
@@ -316,32 +316,6 @@ func (s *signal) Fire() {
 		close(s.ch)
 		s.ch = nil
 	}
-}
-
-// listedRow is one row of engine::functions::list.
-type listedRow struct {
-	FunctionID string `json:"function_id"`
-	WorkerName string `json:"worker_name"`
-	Namespace  string `json:"namespace"` // 0.23 only
-}
-
-// listedRows reads an engine::functions::list answer, keeping the rows of
-// the worker's own engine namespace: a 0.23 engine lists every namespace,
-// and a group in another one holds its own shared ids, not this worker's.
-func listedRows(res json.RawMessage, namespace string) ([]listedRow, error) {
-	var out struct {
-		Functions []listedRow `json:"functions"`
-	}
-	if err := json.Unmarshal(res, &out); err != nil {
-		return nil, err
-	}
-	rows := out.Functions[:0]
-	for _, f := range out.Functions {
-		if core.SameNamespace(f.Namespace, namespace) {
-			rows = append(rows, f)
-		}
-	}
-	return rows, nil
 }
 
 // Tag is a worker's routing tag (core.TagOf): every kept runtime id the

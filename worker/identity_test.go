@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/iii"
 	"github.com/code-runner-go/code-runner/iii/iiitest"
 )
@@ -240,7 +241,7 @@ func listedFunctions(t *testing.T, e *iiitest.Engine, prefix string) map[string]
 	if err != nil || eb != nil {
 		t.Fatal(err, eb)
 	}
-	rows, err := listedRows(res, "")
+	rows, err := core.FunctionRows(res, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +602,7 @@ func TestTheHoldCheckReadsItsOwnNamespace(t *testing.T) {
 		{"a", "code-runner::run,code-runner::register_function"},
 		{"", "code-runner::run@1234,code-runner::register_function"},
 	} {
-		rows, err := listedRows(res, tc.ns)
+		rows, err := core.FunctionRows(res, tc.ns)
 		if err != nil {
 			t.Fatal(err)
 		}
