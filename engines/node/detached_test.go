@@ -1,6 +1,9 @@
 package node
 
 import (
+	"fmt"
+
+	"github.com/code-runner-go/code-runner/internal/procfs"
 	"testing"
 	"time"
 
@@ -102,4 +105,64 @@ func TestAOneShotDoesNotWaitBehindAnotherTenantsDetachedWork(t *testing.T) {
 	case <-time.After(7 * time.Second): // far past B's 2 s; a recycle once waited 10 s for a busy host
 		t.Fatal("the one-shot waited for another tenant's detached work")
 	}
+}
+
+// Detached work is bounded in total (contract §22a.7): what a kept
+// runtime's callbacks, intervals and bridge replies use between two of its
+// calls counts against one budget, the last call's. Each case leaves work
+// that would run far past that budget one entry at a time; the runtime
+// must end expired, and its host must have used no more CPU after the call
+// answered than the budget and a tolerance (the CPU is sampled every 20 ms
+// while the host lives, so the last sample under-reads by at most that).
+func TestDetachedWorkIsBoundedInTotal(t *testing.T) {
+	const budget = 300 * time.Millisecond
+	const tolerance = 250 * time.Millisecond
+	cases := []struct{ name, code string }{
+		{"an interval of long entries", `setInterval(() => { const t = Date.now(); while (Date.now() - t < 150) {} }, 1).unref(); return 1`},
+		{"an interval of short entries", `setInterval(() => { const t = Date.now(); while (Date.now() - t < 5) {} }, 1).unref(); return 1`},
+		{"a chain of bridge replies", `function loop() { iii.trigger({ function_id: 'state::claim-namespace' }).catch(() => { const t = Date.now(); while (Date.now() - t < 20) {} loop(); }); }
+			loop(); return 1`},
+	}
+	r, _ := newLoopRig(t, nil)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			k := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "timeout_ms": budget.Milliseconds(), "code": c.code})
+			p := keptHost(t, r, k.RuntimeID).host()
+			start := procfs.CPU(p.pid)
+			last := start
+			for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, state := r.reg.Lookup(k.RuntimeID); state == core.StateTombstoned {
+					break
+				}
+				if cpu := procfs.CPU(p.pid); cpu > 0 {
+					last = cpu
+				}
+				if used := last - start; used > budget+tolerance {
+					t.Fatalf("the host used %v of CPU after the call answered; its detached budget is %v", used, budget)
+				}
+				if time.Now().After(end) {
+					t.Fatalf("the runtime still lives 20 s later (its host used %v of CPU)", last-start)
+				}
+			}
+			if _, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "code": "return 2"}); err == nil || err.Code != core.CodeExpired {
+				t.Fatalf("a call after the detached work overran: %v", err)
+			}
+		})
+	}
+	t.Run("work inside the budget keeps the runtime, and each call renews it", func(t *testing.T) {
+		spin := func(ms int) string {
+			return fmt.Sprintf(`setTimeout(() => { const t = Date.now(); while (Date.now() - t < %d) {} }, 1).unref(); return 1`, ms)
+		}
+		// Twice 120 ms of 300 after the first call; 200 ms after each later
+		// one: beyond one budget in all, inside it between any two calls.
+		k := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "timeout_ms": budget.Milliseconds(),
+			"code": `for (let i = 0; i < 2; i++) setTimeout(() => { const t = Date.now(); while (Date.now() - t < 120) {} }, 5 + i).unref(); return 1`})
+		for i := 0; i < 3; i++ {
+			time.Sleep(400 * time.Millisecond)
+			res, err := r.run(t, map[string]any{"runtime_id": k.RuntimeID, "timeout_ms": budget.Milliseconds(), "code": spin(200)})
+			if err != nil || string(res.Result) != "1" {
+				t.Fatalf("call %d: %+v %v", i+2, res, err)
+			}
+		}
+	})
 }

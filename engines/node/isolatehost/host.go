@@ -168,9 +168,13 @@ type host struct {
 	memLimitKB  atomic.Int64
 	guestBaseKB int64
 	// Work that runs with no call in flight (a callback after its run
-	// returned) runs under the last call's budget, else maxBudget.
-	lastBudget time.Duration
-	maxBudget  time.Duration
+	// returned) runs under the last call's budget, else maxBudget — one
+	// budget for all of it between two calls, not one per entry:
+	// detachedLeft is what is left of it (detachedSet false: untouched).
+	lastBudget   time.Duration
+	maxBudget    time.Duration
+	detachedLeft time.Duration
+	detachedSet  bool
 	// detachedEntry says the current entry runs with no task in flight.
 	detachedEntry bool
 
@@ -423,6 +427,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.exitReq, h.owner = nil, 0
 		h.memLimitKB.Store(0)
 		h.lastBudget, h.maxBudget = 0, 0
+		h.detachedLeft, h.detachedSet = 0, false
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
@@ -483,18 +488,29 @@ func orNull(b json.RawMessage) json.RawMessage {
 func (h *host) startTask(m *hostproto.Msg, kind string) {
 	budget := time.Duration(m.BudgetMS) * time.Millisecond
 	h.lastBudget = budget
+	// A new call: the detached work after it gets its budget afresh.
+	h.detachedLeft, h.detachedSet = budget, budget > 0
 	h.tasks[m.Task] = &hostTask{id: m.Task, kind: kind, deadline: time.Now().Add(budget)}
 }
 
-// detachedBudget is how long guest code may run with no call in flight.
+// detachedBudget is how long guest code may still run with no call in
+// flight before the next call: the last call's budget (else the bound
+// runtime's, else 30 s), less what detached entries used since that call
+// began (contract §22a.7; every entry's time counts, so an interval of
+// short callbacks or a chain of bridge replies is bounded in total).
 func (h *host) detachedBudget() time.Duration {
-	if h.lastBudget > 0 {
-		return h.lastBudget
+	if !h.detachedSet {
+		h.detachedSet = true
+		switch {
+		case h.lastBudget > 0:
+			h.detachedLeft = h.lastBudget
+		case h.maxBudget > 0:
+			h.detachedLeft = h.maxBudget
+		default:
+			h.detachedLeft = 30 * time.Second
+		}
 	}
-	if h.maxBudget > 0 {
-		return h.maxBudget
-	}
-	return 30 * time.Second
+	return h.detachedLeft
 }
 
 // init builds the isolate, its context and the prelude — everything a
@@ -664,9 +680,21 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 // pending (contract §25.2); process.exit ends its task at once.
 func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 	earliest := h.earliest()
-	deadline := time.Now().Add(h.detachedBudget())
+	start := time.Now()
+	var deadline time.Time
 	if earliest != nil {
 		deadline = earliest.deadline
+	} else {
+		left := h.detachedBudget()
+		if left <= 0 {
+			// The detached budget is spent: the runtime ends as an entry
+			// that overran it would, without running the guest again.
+			h.releaseValues()
+			h.send(&hostproto.Msg{T: "warn", Text: detachedOverrun})
+			h.die(hostproto.StatusTimeout, 0)
+			return hostproto.ExitDetached, true
+		}
+		deadline = start.Add(left)
 	}
 	h.detachedEntry = earliest == nil
 	// A kill of a detached entry exits with ExitDetached: the worker
@@ -678,6 +706,9 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 	h.owner = owner
 	h.guard.arm(deadline)
 	err := fn()
+	if earliest == nil {
+		h.detachedLeft -= time.Since(start)
+	}
 	exit := h.exitReq
 	h.exitReq = nil
 	recs, cerr := h.takeDone()
@@ -693,7 +724,7 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 		return code, true
 	case fired == firedDeadline:
 		h.releaseValues()
-		h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its deadline; the runtime was destroyed"})
+		h.send(&hostproto.Msg{T: "warn", Text: detachedOverrun})
 		h.die(hostproto.StatusTimeout, 0)
 		return code, true
 	case fired == firedMemory, h.memoryOver():
@@ -743,6 +774,10 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 	h.releaseValues()
 	return 0, false
 }
+
+// detachedOverrun is the worker's log line when guest work that ran after
+// its call had ended used up its budget.
+const detachedOverrun = "guest code running after its call had ended used up its budget (the last call's timeout, counted over all such work until the next call); the runtime was destroyed"
 
 // preludeStatus lists the statuses the prelude's records may carry.
 var preludeStatus = map[string]bool{
