@@ -13,7 +13,7 @@ WASM_DST     := $(WASM_DIR)/python.wasm
 PKGS_DST     := $(WASM_DIR)/pkgs.zip
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all deps go-deps npm-deps wasm jsenv chromium build ui ui-test test go-test e2e vet bench soak clean
+.PHONY: all deps go-deps v8headers npm-deps wasm jsenv chromium build ui ui-test test go-test e2e vet bench soak clean
 
 all: build
 
@@ -23,8 +23,17 @@ all: build
 ## npm packages (from lock files), and Debian's Chromium for the browser test.
 deps: go-deps npm-deps wasm jsenv chromium
 
-go-deps:
+go-deps: v8headers
+
+# V8's headers for the binding (engines/node/v8): the ones the
+# github.com/tommie/v8go module ships under deps/include, linked (never
+# copied) into the package's include directory, which cgo reads.
+V8_INCLUDE := engines/node/v8/include
+v8headers:
 	$(GO) mod download
+	@dir="$$($(GO) list -m -f '{{.Dir}}' github.com/tommie/v8go)"; \
+	if [ ! -f "$$dir/deps/include/v8.h" ]; then echo "V8's headers are missing from $$dir/deps/include"; exit 1; fi; \
+	if [ "$$(readlink $(V8_INCLUDE) 2>/dev/null)" != "$$dir/deps/include" ]; then ln -sfn "$$dir/deps/include" $(V8_INCLUDE); fi
 
 # npm packages are installed from the lock files with `npm ci`; a stamp file
 # skips the install while the lock file is unchanged.

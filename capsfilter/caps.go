@@ -28,10 +28,25 @@ func ResultCap(value json.RawMessage, limit int) json.RawMessage {
 	if n <= limit {
 		return value
 	}
+	return Omitted(n, describeShape(value))
+}
+
+// Omitted is the marker that replaces a result of size bytes (its compact
+// JSON) over the cap, whose shape is described as describeShape does
+// ("a 12-char string", "3 array elements", "2 object keys", "a value"): for
+// a runtime that measured a result without encoding it.
+func Omitted(size int, shape string) json.RawMessage {
 	marker := fmt.Sprintf("<omitted: result was ~%d KB (%s); returning it whole would flood the model context — print a slice, aggregate in code, or write it to iii.files and return a summary>",
-		n/1024, describeShape(value))
+		size/1024, shape)
 	return encodeString(marker)
 }
+
+// StringShape and ArrayShape describe a string of n code points and an
+// array of n elements as the marker does.
+func StringShape(n int) string { return fmt.Sprintf("a %d-char string", n) }
+
+// ArrayShape: see StringShape.
+func ArrayShape(n int) string { return fmt.Sprintf("%d array elements", n) }
 
 // describeShape names the JSON value's shape for the omission marker.
 func describeShape(value json.RawMessage) string {
@@ -43,7 +58,7 @@ func describeShape(value json.RawMessage) string {
 	case '[':
 		var arr []json.RawMessage
 		if json.Unmarshal(value, &arr) == nil {
-			return fmt.Sprintf("%d array elements", len(arr))
+			return ArrayShape(len(arr))
 		}
 	case '{':
 		if n, ok := countObjectKeys(value); ok {
@@ -52,7 +67,7 @@ func describeShape(value json.RawMessage) string {
 	case '"':
 		var s string
 		if json.Unmarshal(value, &s) == nil {
-			return fmt.Sprintf("a %d-char string", utf8.RuneCountInString(s))
+			return StringShape(utf8.RuneCountInString(s))
 		}
 	}
 	return "a value"

@@ -44,6 +44,9 @@ type RuntimeOptions struct {
 	// Budget is the call's own run budget: the longest it may wait for a
 	// runtime to come back to a pool (0: the engine's own bound).
 	Budget time.Duration
+	// Code is the first code the runtime will run (a run's code, a
+	// source), when known: an engine may prepare for it.
+	Code string
 }
 
 // Runtime is one sandbox. Calls to Run are serialized by the caller.
@@ -65,6 +68,10 @@ type Runtime interface {
 type Exec struct {
 	Code   string
 	Bridge Bridge
+	// MaxResultBytes is the call's result cap (0: none): an engine may
+	// answer a result it measured over it with capsfilter.Omitted's marker
+	// rather than encode it whole (the pipeline caps whatever it answers).
+	MaxResultBytes int64
 }
 
 // Outcome is what a run produced (before the output caps).
@@ -73,6 +80,10 @@ type Outcome struct {
 	Stderr   string
 	ExitCode int64
 	Result   json.RawMessage // nil means null
+	// ResultOmitted says Result is already the result cap's marker
+	// (capsfilter.Omitted) for a result the engine measured over
+	// Exec.MaxResultBytes: the pipeline answers it as it is.
+	ResultOmitted bool
 }
 
 // Invocation is a bus call made on a guest's behalf.

@@ -190,7 +190,7 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 		return nil, Errorf(CodeInvalidRequest, "function id %q is already taken", req.FunctionID)
 	}
 	key := nsKey{ns: ns, lang: req.Lang}
-	nr, created, err := n.getOrCreate(ctx, key, eng, call)
+	nr, created, err := n.getOrCreate(ctx, key, eng, call, req.Source)
 	if err != nil {
 		n.releaseIfUnused(req.FunctionID, owner, nil)
 		// No slot for a namespace new to the group: the least-loaded
@@ -277,7 +277,7 @@ func (n *Namespaces) releaseIfUnused(id, owner string, nr *nsRuntime) {
 	n.Registry.ReleaseFunction(id, owner)
 }
 
-func (n *Namespaces) getOrCreate(ctx context.Context, key nsKey, eng Engine, call *Call) (*nsRuntime, bool, error) {
+func (n *Namespaces) getOrCreate(ctx context.Context, key nsKey, eng Engine, call *Call, source string) (*nsRuntime, bool, error) {
 	n.mu.Lock()
 	if n.live == nil {
 		n.live = map[nsKey]*nsRuntime{}
@@ -296,7 +296,7 @@ func (n *Namespaces) getOrCreate(ctx context.Context, key nsKey, eng Engine, cal
 	if err != nil {
 		return nil, false, err
 	}
-	rt, err := eng.NewRuntime(ctx, RuntimeOptions{Namespace: key.ns, Config: call.Config})
+	rt, err := eng.NewRuntime(ctx, RuntimeOptions{Namespace: key.ns, Config: call.Config, Code: source})
 	if err != nil {
 		slot.Release()
 		return nil, false, AsError(err, call.FunctionID)

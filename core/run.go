@@ -102,14 +102,14 @@ func (s *RunService) Handle(ctx context.Context, call *Call) (any, error) {
 	if req.MemoryMB != nil {
 		mem = *req.MemoryMB
 	}
-	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config, OneShot: !req.Keep, Budget: call.Budget})
+	rt, err := eng.NewRuntime(ctx, RuntimeOptions{MemoryMB: mem, Namespace: NewRunNamespace(), Config: call.Config, OneShot: !req.Keep, Budget: call.Budget, Code: req.Code})
 	if err != nil {
 		slot.Release()
 		return nil, AsError(err, call.FunctionID)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, call.Budget)
 	defer cancel()
-	out, runErr := rt.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge})
+	out, runErr := rt.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge, MaxResultBytes: call.Config.MaxResultBytes})
 	if runErr == nil && req.Keep && out.ExitCode == 0 {
 		k := s.Registry.Adopt(req.Lang, rt, slot)
 		if m, ok := rt.(Mortal); ok {
@@ -171,7 +171,7 @@ func (s *RunService) runKept(ctx context.Context, call *Call, req *RunRequest, k
 	if !k.Acquire(runCtx) {
 		return nil, ErrTimeout()
 	}
-	out, runErr := k.Runtime.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge})
+	out, runErr := k.Runtime.Run(runCtx, Exec{Code: req.Code, Bridge: call.Bridge, MaxResultBytes: call.Config.MaxResultBytes})
 	alive := k.Runtime.Alive()
 	k.Release()
 	if !alive {
@@ -223,6 +223,7 @@ func response(call *Call, out Outcome, runtimeID string) *RunResponse {
 		Success:    out.ExitCode == 0,
 		DurationMS: uint64(d / time.Millisecond),
 		Result:     out.Result,
+		omitted:    out.ResultOmitted,
 	}
 }
 

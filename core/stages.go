@@ -53,10 +53,12 @@ func OutputCap(next Handler) Handler {
 		res, err := next(ctx, call)
 		if r, ok := res.(*RunResponse); ok && err == nil {
 			result, stdout, stderr := r.Result, r.Stdout, r.Stderr
-			r.Result = capsfilter.ResultCap(r.Result, int(call.Config.MaxResultBytes))
+			if !r.omitted { // a marker the engine made is never capped again
+				r.Result = capsfilter.ResultCap(r.Result, int(call.Config.MaxResultBytes))
+			}
 			r.Stdout = capsfilter.StreamCap(r.Stdout, capsfilter.Stdout, int(call.Config.MaxStreamBytes))
 			r.Stderr = capsfilter.StreamCap(r.Stderr, capsfilter.Stderr, int(call.Config.MaxStreamBytes))
-			r.Capped = !bytes.Equal(result, r.Result) || stdout != r.Stdout || stderr != r.Stderr
+			r.Capped = r.omitted || !bytes.Equal(result, r.Result) || stdout != r.Stdout || stderr != r.Stderr
 		}
 		return res, err
 	}

@@ -80,6 +80,8 @@ type RunResponse struct {
 	// Capped records that the output caps cut the result or a stream (not
 	// on the wire; telemetry reports it).
 	Capped bool `json:"-"`
+	// omitted: Result is already the cap's marker (Outcome.ResultOmitted).
+	omitted bool
 }
 
 // Sizes reports the byte lengths of the result and the streams as sent, and

@@ -25,23 +25,26 @@ import (
 const runUsage = `code-runner run runs one piece of code in-process, with no engine, and prints the code-runner::run response.
 
 Usage:
-  code-runner run FILE                               the language from FILE's extension (.py, .js, .mjs)
+  code-runner run FILE                               the language from FILE's extension (.py; .js .mjs .cjs .ts .mts .cts)
   code-runner run --lang node|python --code CODE     code from the command line
   code-runner run --lang node|python --file PATH     code from a file of any name
   code-runner run --lang node|python -               code from stdin
 
-Exit status: 0 with a response (the guest's own failure included), 1 on a code-runner error, 2 on bad usage.
+Exit status: as the script's own (0 it succeeded, 1 it failed, as node and python3 exit), 2 on bad
+usage, and for a code-runner error one of its own: 124 code-runner::timeout, 3 invalid_request,
+4 runtime_not_found, 5 expired, 6 capacity, 7 resource_exhausted, 8 engine, 9 handler_error.
 
 Flags:
 `
 
 // runLocal is `code-runner run`: one run in-process with no engine, through
 // the same pipeline, printing the code-runner::run response
-// (docs/behaviour.md#process-cli). Exit 0 on a response, 1 on a
-// code-runner error, 2 on bad usage.
+// (docs/behaviour.md#process-cli). It exits as the script did (the
+// response's exit_code), 2 on bad usage, and errorStatus's status on a
+// code-runner error.
 func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envFunc) int {
 	fs := newFlagSet("code-runner run", runUsage, stdout)
-	lang := fs.String("lang", "", "node or python (needed with --code, --file or -; a FILE argument's extension .py, .js or .mjs tells it)")
+	lang := fs.String("lang", "", "node or python (needed with --code, --file or -; a FILE argument's extension tells it: .py, or .js .mjs .cjs .ts .mts .cts)")
 	code := fs.String("code", "", "the code to run")
 	file := fs.String("file", "", "read the code from this file")
 	timeout := fs.Uint64("timeout-ms", 0, "run budget in ms (0 = configured default)")
@@ -67,7 +70,7 @@ func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envF
 		if *lang == "" {
 			l, ok := langOf(rest[0])
 			if !ok {
-				fmt.Fprintf(stderr, "code-runner run: cannot tell the language of %q from its extension (.py, .js or .mjs); pass --lang node or --lang python\n", rest[0])
+				fmt.Fprintf(stderr, "code-runner run: cannot tell the language of %q from its extension (.py for python; .js, .mjs, .cjs, .ts, .mts or .cts for node); pass --lang node or --lang python\n", rest[0])
 				return 2
 			}
 			*lang = l
@@ -160,10 +163,13 @@ func runLocal(args []string, stdin io.Reader, stdout, stderr io.Writer, env envF
 	res, runErr := app.Router.Invoke(ctx, core.FnRun, payload, nil)
 	var out any = res
 	status := 0
+	if r, ok := res.(*core.RunResponse); ok && runErr == nil {
+		status = int(r.ExitCode)
+	}
 	if runErr != nil {
 		ce := core.AsError(runErr, core.FnRun)
 		out = map[string]any{"error": ce.Wire()}
-		status = 1
+		status = errorStatus(ce.Code)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
@@ -187,12 +193,35 @@ func loadLocalConfig(path string, env envFunc) (configsvc.Config, string, error)
 	return configsvc.Config{}, "", fmt.Errorf("invalid config file %s (%d problem(s)): %s", path, len(configsvc.Problems(err)), strings.Join(configsvc.Problems(err), "; "))
 }
 
+// errorStatus is `code-runner run`'s exit status for a code-runner error:
+// one per code, none of them a status a script's outcome (0, 1) or bad
+// usage (2) gives; a timeout exits 124, as timeout(1) does.
+func errorStatus(c core.Code) int {
+	switch c {
+	case core.CodeTimeout:
+		return 124
+	case core.CodeInvalidRequest:
+		return 3
+	case core.CodeRuntimeNotFound:
+		return 4
+	case core.CodeExpired:
+		return 5
+	case core.CodeCapacity:
+		return 6
+	case core.CodeResourceExhausted:
+		return 7
+	case core.CodeHandlerError:
+		return 9
+	}
+	return 8 // code-runner::engine, and anything the worker could not name
+}
+
 // langOf names the language of a source file by its extension.
 func langOf(path string) (string, bool) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".py":
 		return "python", true
-	case ".js", ".mjs":
+	case ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts":
 		return "node", true
 	}
 	return "", false

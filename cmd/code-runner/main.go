@@ -20,7 +20,7 @@ import (
 	"log/slog"
 	"os"
 
-	v8 "github.com/tommie/v8go"
+	v8 "github.com/code-runner-go/code-runner/engines/node/v8"
 
 	"github.com/code-runner-go/code-runner/engines/node"
 	"github.com/code-runner-go/code-runner/engines/node/isolatehost"

@@ -79,7 +79,7 @@ func TestBadInvocationsExit2NamingTheFix(t *testing.T) {
 		{nil, map[string]string{"CODE_RUNNER_LOG_LEVEL": "loud"}, `CODE_RUNNER_LOG_LEVEL "loud" is not a log level; use debug, info, warn or error`},
 		{[]string{"extra"}, nil, `unexpected argument "extra"`},
 		{[]string{"version", "x"}, nil, `version takes no arguments`},
-		{[]string{"run", "notes.txt"}, nil, `cannot tell the language of "notes.txt" from its extension (.py, .js or .mjs); pass --lang node or --lang python`},
+		{[]string{"run", "notes.txt"}, nil, `cannot tell the language of "notes.txt" from its extension (.py for python; .js, .mjs, .cjs, .ts, .mts or .cts for node); pass --lang node or --lang python`},
 		{[]string{"run", "a.py", "b.py"}, nil, `unexpected argument "a.py"`},
 	}
 	for _, tc := range tests {
@@ -122,7 +122,7 @@ func TestRunHelpSaysTheLanguageComesFromTheExtension(t *testing.T) {
 	}
 	help := out.String()
 	if errb.Len() != 0 || strings.Contains(help, "(required)") || !strings.Contains(help, "code-runner run FILE") ||
-		!strings.Contains(help, ".py, .js or .mjs") || !strings.Contains(help, "-lang string") {
+		!strings.Contains(help, ".py, or .js .mjs .cjs .ts .mts .cts") || !strings.Contains(help, "Exit status: as the script's own") || !strings.Contains(help, "124 code-runner::timeout") || !strings.Contains(help, "-lang string") {
 		t.Fatalf("stdout:\n%s\nstderr: %q", help, errb.String())
 	}
 }
@@ -381,6 +381,55 @@ func TestServeKeepsTheEnvironmentItWasGiven(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("started with GODEBUG %q: the serving process has %q", godebug, got)
 		}
+	}
+}
+
+// `code-runner run` exits as the script does — 0 when it succeeded, 1
+// when it failed, as `node file.js` and `python3 file.py` exit — so
+// `code-runner run t.py && next` works in a shell; a code-runner error has
+// a status of its own (124 for a timeout, as timeout(1)); a TypeScript
+// file is node's, whichever of its three extensions it has.
+func TestRunExitsAsTheScriptDoes(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		args       []string
+		status     int
+		want       string
+	}{
+		{"ok.js", "return 6 * 7", nil, 0, `"result":42`},
+		{"ok.py", "result = 6 * 7", nil, 0, `"result":42`},
+		{"t.ts", "const n: number = 6 * 7; return n", nil, 0, `"result":42`},
+		{"t.mts", "import _ from \"lodash\"; const n: number = _.sum([40, 2]); return n", nil, 0, `"result":42`},
+		{"t.cts", "const _ = require(\"lodash\"); const n: number = _.sum([40, 2]); return n", nil, 0, `"result":42`},
+		{"t.cjs", "return require(\"lodash\").sum([40, 2])", nil, 0, `"result":42`},
+		{"throws.js", "throw new Error(\"boom\")", nil, 1, `Error: boom`},
+		{"rejects.js", "async function main() { throw new Error(\"boom\") } main(); console.log(\"after\")", nil, 1, `Error: boom`},
+		{"fails.py", "raise ValueError('boom')", nil, 1, `ValueError: boom`},
+		{"exits.py", "import sys\nsys.exit(3)", nil, 1, `"exit_code":1`},
+		{"loops.js", "for (;;) {}", []string{"--timeout-ms", "300"}, 124, `"code":"code-runner::timeout"`},
+		{"big.js", "return 1 //" + strings.Repeat("x", 1<<20), nil, 3, `"code":"code-runner::invalid_request"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(path, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, append(append([]string{"run"}, tc.args...), path)...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+			out, err := cmd.Output()
+			status := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if status != tc.status || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("exit %d, want %d; output %s (want it to hold %s)", status, tc.status, out, tc.want)
+			}
+		})
 	}
 }
 

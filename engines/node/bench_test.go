@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -186,4 +187,78 @@ func BenchmarkNodeEnvironmentCost(b *testing.B) {
 	b.ReportMetric(per(1)/per(0), "x-bare-vs-env-off")
 	b.ReportMetric(per(2)/per(1), "x-uses-env-vs-bare")
 	b.ReportMetric(per(3)/per(2), "x-ts-vs-js")
+}
+
+// fsBufferCode times the file and Buffer operations of issue 51 item 3 in
+// whatever runs it and answers their milliseconds by name.
+const fsBufferCode = `const fs = require("fs");
+const t = (f) => { const s = performance.now(); f(); return performance.now() - s; };
+const MiB = 1 << 20, chunk = "x".repeat(MiB), big = "y".repeat(8 * MiB), bytes = Buffer.alloc(8 * MiB, 7);
+for (const f of ["a.txt", "b.txt", "c.bin"]) { try { fs.unlinkSync(f) } catch (_) {} }
+const out = {};
+out["append-8x1MiB"] = t(() => { for (let i = 0; i < 8; i++) fs.appendFileSync("a.txt", chunk); });
+out["write-8MiB-text"] = t(() => fs.writeFileSync("b.txt", big));
+out["read-8MiB-text"] = t(() => fs.readFileSync("b.txt", "utf8").length);
+out["write-8MiB-bytes"] = t(() => fs.writeFileSync("c.bin", bytes));
+out["read-8MiB-bytes"] = t(() => fs.readFileSync("c.bin").length);
+for (const enc of ["utf8", "latin1", "base64", "hex"]) {
+  let s;
+  out["toString-" + enc] = t(() => { s = bytes.toString(enc); });
+  out["from-" + enc] = t(() => Buffer.from(s, enc));
+}
+return out`
+
+// BenchmarkNodeFsAndBuffer: files and Buffers of megabytes (8 × 1 MiB
+// appendFileSync, 8 MiB written and read as text and as bytes, Buffer
+// to and from utf8, latin1, base64 and hex), each beside node 20 doing
+// the same in the same run; the ratios are the sandbox's median over
+// node's.
+func BenchmarkNodeFsAndBuffer(b *testing.B) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		b.Skip("needs the machine's node for its baseline")
+	}
+	r := newRig(b, func(c *configsvc.Config) { c.ScratchMB = 64; c.WarmPoolNode = 1 }, nil, nil)
+	dir := b.TempDir()
+	script := dir + "/fsbuffer.js"
+	if err := os.WriteFile(script, []byte("(async () => {"+fsBufferCode+"\n})().then((o) => process.stdout.write(JSON.stringify(o)))"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	sandbox, native := map[string][]float64{}, map[string][]float64{}
+	for i := 0; i < max(b.N, 10); i++ {
+		res, cerr := r.run(b, map[string]any{"lang": "node", "code": fsBufferCode, "memory_mb": 512, "timeout_ms": 30000})
+		if cerr != nil {
+			b.Fatal(cerr)
+		}
+		var got map[string]float64
+		if err := json.Unmarshal(res.Result, &got); err != nil {
+			b.Fatalf("%s: %v", res.Stderr, err)
+		}
+		cmd := exec.Command(nodeBin, script)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var want map[string]float64
+		if err := json.Unmarshal(out, &want); err != nil {
+			b.Fatal(err)
+		}
+		for k, v := range got {
+			sandbox[k] = append(sandbox[k], v)
+			native[k] = append(native[k], want[k])
+		}
+	}
+	for k := range sandbox {
+		s, n := median(sandbox[k]), median(native[k])
+		b.ReportMetric(s, "ms/"+k)
+		b.ReportMetric(n, "node-ms/"+k)
+		b.ReportMetric(s/max(n, 0.05), "x-node/"+k)
+	}
+}
+
+// median is the middle of xs (sorted in place).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

@@ -97,7 +97,7 @@ func (r *runtime) restart(ctx context.Context) error {
 		return nil
 	}
 	cfg := r.e.config()
-	p, err := r.e.spawn(ctx, r.heapMB, r.filesCfg != nil)
+	p, err := r.e.spawn(ctx, r.heapMB, r.filesCfg != nil, r.e.kinds.rich())
 	if err != nil {
 		if ctx.Err() != nil {
 			return core.ErrTimeout() // the call's budget ran out before a host was up

@@ -27,6 +27,7 @@ import (
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	"github.com/code-runner-go/code-runner/engines/node/jsenv"
 	"github.com/code-runner-go/code-runner/internal/tenantdirs"
 	"github.com/code-runner-go/code-runner/internal/warmpool"
 )
@@ -68,6 +69,10 @@ type Options struct {
 	LocalLog *slog.Logger
 	// OnPoolBoot, when set, learns how long each pooled host took to boot.
 	OnPoolBoot func(time.Duration)
+	// CacheDir is where the V8 startup snapshot is kept (default
+	// $XDG_CACHE_HOME/code-runner or ~/.cache/code-runner); "-" makes
+	// isolates without one.
+	CacheDir string
 }
 
 // Engine implements core.Engine for lang "node".
@@ -81,6 +86,7 @@ type Engine struct {
 	hostsMu  sync.Mutex
 	hosts    map[*hostProc]bool
 	cleanups inFlight // Destroy's background work: scratch removal, host recycling
+	kinds    kindDemand
 }
 
 // New returns a node engine and starts its warm pool.
@@ -106,6 +112,7 @@ func New(opts Options) (*Engine, error) {
 		opts.LocalLog = opts.Log
 	}
 	e := &Engine{opts: opts, log: opts.Log.With("engine", "node"), localLog: opts.LocalLog.With("engine", "node"), hosts: map[*hostProc]bool{}}
+	e.prepareSnapshot()
 	e.pool = newPool(e)
 	return e, nil
 }
@@ -214,8 +221,8 @@ func (e *Engine) Commit(*configsvc.Snapshot) { e.pool.Kick() }
 // work no call is waiting for).
 func (e *Engine) config() *configsvc.Config { return &e.opts.Live().Config }
 
-func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn bool) (*hostProc, error) {
-	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, e.log, e.localLog)
+func (e *Engine) spawn(ctx context.Context, heapMB int64, filesOn, rich bool) (*hostProc, error) {
+	p, err := spawnHost(ctx, e.opts.HostArgv, e.opts.HostEnv, heapMB, filesOn, rich, e.log, e.localLog)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +262,9 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	}
 	heap := clampHeap(ro.MemoryMB, cfg)
 	filesOn := cfg.ScratchMB > 0
+	if ro.Code != "" {
+		e.kinds.saw(jsenv.WantsRich(ro.Code))
+	}
 	var p *hostProc
 	loan := false
 	if ro.MemoryMB == 0 || heap == cfg.HeapMB {
@@ -263,7 +273,7 @@ func (e *Engine) NewRuntime(ctx context.Context, ro core.RuntimeOptions) (core.R
 	}
 	if p == nil {
 		var err error
-		if p, err = e.spawn(ctx, heap, filesOn); err != nil {
+		if p, err = e.spawn(ctx, heap, filesOn, jsenv.WantsRich(ro.Code)); err != nil {
 			return nil, core.AsError(err, core.FnRun)
 		}
 		if ro.OneShot && heap == cfg.HeapMB {
@@ -416,13 +426,13 @@ func escapeControl(s string) string {
 
 // Run executes one run in the isolate (docs/behaviour.md#node-run).
 func (r *runtime) Run(ctx context.Context, ex core.Exec) (core.Outcome, error) {
-	d, err := r.exec(core.WithBridge(ctx, ex.Bridge), &hostproto.Msg{T: "run", Code: ex.Code})
+	d, err := r.exec(core.WithBridge(ctx, ex.Bridge), &hostproto.Msg{T: "run", Code: ex.Code, MaxResult: ex.MaxResultBytes})
 	if err != nil {
 		return core.Outcome{}, err
 	}
 	switch d.Status {
 	case hostproto.StatusOK:
-		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr, Result: d.Result}, nil
+		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr, Result: d.Result, ResultOmitted: d.Omitted}, nil
 	case hostproto.StatusError:
 		return core.Outcome{Stdout: d.Stdout, Stderr: d.Stderr + d.Error + "\n", ExitCode: 1}, nil
 	case hostproto.StatusExit:
@@ -514,7 +524,7 @@ func (r *runtime) execOnce(ctx context.Context, m *hostproto.Msg) (*hostproto.Ms
 			return r.outcome(d)
 		case <-tick.C:
 			if rss := rssKB(r.host().pid); rss > limitKB {
-				r.host().kill("memory")
+				r.host().kill("external")
 				r.markDead()
 				return r.outcome(<-ch)
 			}
@@ -563,6 +573,9 @@ func (r *runtime) outcome(d *hostproto.Msg) (*hostproto.Msg, error) {
 	case hostproto.StatusMemory, hostproto.StatusDiedMemory:
 		r.markDead()
 		return nil, ErrMemory(r.heapMB)
+	case hostproto.StatusExternal, hostproto.StatusDiedExternal:
+		r.markDead()
+		return nil, ErrExternalMemory(r.externalMB)
 	case hostproto.StatusDiedDetached:
 		// Its own detached work overran while this task waited unread.
 		r.markDead()

@@ -1,9 +1,21 @@
 package node
 
-import "github.com/code-runner-go/code-runner/core"
+import (
+	"fmt"
+
+	"github.com/code-runner-go/code-runner/core"
+)
 
 // Lang is the language this engine runs: the `lang` requests name.
 const Lang core.Lang = "node"
+
+// ErrExternalMemory is the node answer for a runtime whose memory outside
+// V8's heap (ArrayBuffers, typed arrays, Buffers) passed its off-heap cap
+// (contract §16.3): it names that cap, not the heap's.
+func ErrExternalMemory(externalMB int64) *core.Error {
+	return &core.Error{Code: core.CodeResourceExhausted, Kill: core.KillMemory,
+		Text: fmt.Sprintf("the runtime exceeded its off-heap memory cap of %d MiB (external_mb) and was killed", externalMB)}
+}
 
 // ErrMemory is the node memory-cap answer for a runtime whose heap cap is
 // heapMB.

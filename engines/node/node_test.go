@@ -7,14 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/configsvc"
 	"github.com/code-runner-go/code-runner/core"
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/enginetest"
 	"github.com/code-runner-go/code-runner/internal/jsonx"
 )
@@ -196,23 +199,38 @@ func TestTimeoutsAndTombstones(t *testing.T) {
 func TestMemoryAttacksKillOnlyTheirRuntime(t *testing.T) {
 	r, _ := newLoopRig(t, func(c *configsvc.Config) { c.HeapMB = 64; c.ExternalMB = 64 })
 	pid := os.Getpid()
-	attacks := []string{
-		`let a=[];for(;;)a.push(new Array(1e6))`,
-		`new Array(1.3e8).fill(1.5); return 1`,
-		`const keep=[]; for (let i=0;i<5;i++) keep.push(new Uint8Array(2**30).fill(1)); return keep.length`,
+	const heap = "the runtime exceeded its memory cap of 64 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)"
+	const offHeap = "the runtime exceeded its off-heap memory cap of 64 MiB (external_mb) and was killed"
+	// Every way to fill memory ends in the text of the cap it crossed
+	// (contract §16.3), never in a V8 fatal error's generic answer.
+	attacks := []struct{ code, want string }{
+		{`let a=[];for(;;)a.push(new Array(1e6))`, heap},
+		{`new Array(1.3e8).fill(1.5); return 1`, heap},
+		{`const keep = []; for (let i = 0;; i++) keep.push('x'.repeat(1 << 20) + i)`, heap},
+		{`const m = new Map(); for (let i = 0;; i++) m.set(i, { i })`, heap},
+		{`const s = new Set(); for (let i = 0;; i++) s.add('k' + i)`, heap},
+		{`const o = {}; for (let i = 0;; i++) o['k' + i] = i`, heap},
+		{`const keep=[]; for (let i=0;i<5;i++) keep.push(new Uint8Array(2**30).fill(1)); return keep.length`, offHeap},
+		{`const keep = []; for (;;) keep.push(Buffer.alloc(16 << 20, 1))`, offHeap},
+		// V8 commits a resizable ArrayBuffer's pages itself: the allocator
+		// never sees them, the process's memory does, and the heap is
+		// within its own cap. (Grown in steps, so the stop lands between
+		// them: one 1 GiB fill can outlast the guard's grace, and a hard
+		// stop from outside V8 cannot tell whose memory it was.)
+		{`const ab = new ArrayBuffer(0, { maxByteLength: 2 ** 31 }); for (let n = 16 << 20;; n += 16 << 20) { ab.resize(n); new Uint8Array(ab, n - (16 << 20)).fill(1) }`, offHeap},
 	}
-	for _, code := range attacks {
-		t.Run(code, func(t *testing.T) {
-			_, err := r.run(t, map[string]any{"lang": "node", "code": code, "timeout_ms": 20000})
-			if err == nil || err.Code != core.CodeResourceExhausted || err.Text != "the runtime exceeded its memory cap of 64 MiB and was killed (a run that creates a runtime may ask for up to 512 MiB with memory_mb)" {
-				t.Fatalf("got %v", err)
+	for _, a := range attacks {
+		t.Run(a.code, func(t *testing.T) {
+			_, err := r.run(t, map[string]any{"lang": "node", "code": a.code, "timeout_ms": 20000})
+			if err == nil || err.Code != core.CodeResourceExhausted || err.Text != a.want {
+				t.Fatalf("got %v\nwant %s", err, a.want)
 			}
 			trivialStillAnswers(t, r, pid)
 		})
 	}
 	t.Run("a kept runtime beside the attack is untouched", func(t *testing.T) {
 		kept := mustRun(t, r, map[string]any{"lang": "node", "keep": true, "code": "globalThis.v = 7; return 1"})
-		_, _ = r.run(t, map[string]any{"lang": "node", "code": attacks[1], "timeout_ms": 20000})
+		_, _ = r.run(t, map[string]any{"lang": "node", "code": attacks[1].code, "timeout_ms": 20000})
 		res := mustRun(t, r, map[string]any{"runtime_id": kept.RuntimeID, "code": "return v"})
 		if string(res.Result) != "7" {
 			t.Fatalf("%+v", res)
@@ -595,6 +613,35 @@ func TestCloseRemovesScratchOfRuntimesDestroyedJustBefore(t *testing.T) {
 
 // The result cap measures compact JSON with raw UTF-8 and no HTML escaping,
 // and nothing on the way to the wire escapes <, >, &, U+2028 or U+2029.
+// A result over the cap is measured in the isolate (a string without being
+// encoded, an array's text without leaving it) and answered with the very
+// marker the pipeline makes from the whole JSON node would print.
+func TestAResultOverTheCapIsMeasuredNotShipped(t *testing.T) {
+	r := newRig(t, nil, nil, nil)
+	limit := int(r.cfg.MaxResultBytes)
+	for _, code := range []string{
+		`return "\u0001".repeat(2e6)`,
+		`return "😀é\"\\\n".repeat(40000)`,
+		`return "\ud800x".repeat(50000)`,
+		`return Array.from({ length: 200000 }, (_, i) => i % 3 ? "a\tb" : i)`,
+		`return Array.from({ length: 100000 }, (_, i) => ({ i }))`,
+		`return { big: "x".repeat(300000) }`,
+		`return "x".repeat(` + strconv.Itoa(limit-2) + `)`,
+	} {
+		t.Run(code, func(t *testing.T) {
+			_, whole := nativeNode(t, code)
+			want := capsfilter.ResultCap(json.RawMessage(whole), limit)
+			res, err := r.run(t, node(code))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Result) != string(want) {
+				t.Fatalf("result %.300s\nwant   %.300s", res.Result, want)
+			}
+		})
+	}
+}
+
 func TestResultCapMeasuresUnescapedJSON(t *testing.T) {
 	r := newRig(t, nil, nil, nil)
 	for _, tc := range enginetest.CapCases {
@@ -700,8 +747,10 @@ func TestHostsGetNoneOfTheWorkersEnvironment(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if len(got) != 1 || got[0] != "GOMAXPROCS=1" {
-			t.Fatalf("host %d environment %q, want only GOMAXPROCS=1", pid, got)
+		// GOMAXPROCS=1, and the startup snapshots' paths the engine sets.
+		if len(got) != 3 || got[0] != "GOMAXPROCS=1" || !strings.HasPrefix(got[1], hostproto.SnapshotEnv+"=") ||
+			!strings.HasPrefix(got[2], hostproto.RichSnapshotEnv+"=") {
+			t.Fatalf("host %d environment %q, want only GOMAXPROCS=1 and the snapshots' paths", pid, got)
 		}
 	}
 	rt, err := eng.NewRuntime(context.Background(), core.RuntimeOptions{Config: &cfg, OneShot: true})

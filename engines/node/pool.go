@@ -14,7 +14,7 @@ func newPool(e *Engine) *warmpool.Pool[*hostProc] {
 		OnBoot: e.opts.OnPoolBoot,
 		Boot: func(ctx context.Context) (*hostProc, error) {
 			cfg := e.config()
-			return e.spawn(ctx, cfg.HeapMB, cfg.ScratchMB > 0)
+			return e.spawn(ctx, cfg.HeapMB, cfg.ScratchMB > 0, e.kinds.rich())
 		},
 		Discard: func(h *hostProc) { h.kill("destroy") },
 		Want:    func() int { return int(e.config().WarmPoolNode) },
@@ -72,7 +72,7 @@ func (e *Engine) take(ctx context.Context, heapMB int64, filesOn, loan bool, bud
 // returning (warmpool.Pool.Returning) since the runtime ended.
 func (e *Engine) give(h *hostProc, healthy, loan bool) {
 	cfg := e.config()
-	reusable := healthy && e.pool.Room(loan) && h.recycle(cfg.HeapMB, cfg.ScratchMB > 0)
+	reusable := healthy && e.pool.Room(loan) && h.recycle(cfg.HeapMB, cfg.ScratchMB > 0, e.kinds.rich())
 	parked := false
 	switch {
 	case loan && reusable:

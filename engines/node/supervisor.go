@@ -37,7 +37,7 @@ type hostProc struct {
 
 	mu       sync.Mutex
 	waiters  map[int64]chan *hostproto.Msg
-	killedAs string // "timeout", "memory", "destroy" when we killed it
+	killedAs string // "timeout", "memory", "external", "destroy" when we killed it
 	deathAs  string // why it died: "memory" or "engine"
 	onCall   func(*hostproto.Msg)
 	onLog    func(level, text string)
@@ -83,7 +83,7 @@ func hostEnv(extra []string) []string {
 }
 
 // spawnHost starts a host process and waits until its isolate exists.
-func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bool, log, localLog *slog.Logger) (*hostProc, error) {
+func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn, rich bool, log, localLog *slog.Logger) (*hostProc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = hostEnv(env)
 	cmd.SysProcAttr = hostSysProcAttr()
@@ -125,7 +125,7 @@ func spawnHost(ctx context.Context, argv, env []string, heapMB int64, filesOn bo
 	ready := make(chan *hostproto.Msg, 1)
 	p.stdout = pr
 	go p.readLoop(hostproto.NewFrameReader(stdout), ready)
-	if err := p.send(&hostproto.Msg{T: "init", HeapMB: heapMB, FilesOn: filesOn}); err != nil {
+	if err := p.send(&hostproto.Msg{T: "init", HeapMB: heapMB, FilesOn: filesOn, Rich: rich}); err != nil {
 		p.kill("destroy")
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func (p *hostProc) classify(err error) string {
 	p.mu.Lock()
 	killed := p.killedAs
 	p.mu.Unlock()
-	if killed == "memory" || killed == "timeout" || killed == "destroy" {
+	if killed == "memory" || killed == "external" || killed == "timeout" || killed == "destroy" {
 		return killed
 	}
 	var xe *exec.ExitError
@@ -266,6 +266,9 @@ func (p *hostProc) classify(err error) string {
 		return "detached" // its own guest work outside any call overran
 	}
 	tail := p.stderr.String()
+	if strings.Contains(tail, "outside the heap over its cap") {
+		return "external"
+	}
 	if strings.Contains(tail, "out of memory") || strings.Contains(tail, "OOM") || strings.Contains(tail, "Allocation failed") {
 		return "memory"
 	}
@@ -326,14 +329,14 @@ var _ io.Writer = (*tailBuffer)(nil)
 
 // recycle resets the host for another runtime — a new isolate with heapMB
 // and iii.files as given — and reports whether it came back in time.
-func (p *hostProc) recycle(heapMB int64, filesOn bool) bool {
+func (p *hostProc) recycle(heapMB int64, filesOn, rich bool) bool {
 	p.mu.Lock()
 	p.onCall, p.onLog, p.onExit = nil, nil, nil
 	p.mu.Unlock()
 	// A host is reset only when idle: one still running guest work (a
 	// callback that outlived its run) is not waited for — the caller kills it.
 	bound := time.Now().Add(resetWait)
-	if err := p.sendBy(&hostproto.Msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn}, bound); err != nil {
+	if err := p.sendBy(&hostproto.Msg{T: "reset", HeapMB: heapMB, FilesOn: filesOn, Rich: rich}, bound); err != nil {
 		return false
 	}
 	select {

@@ -112,6 +112,10 @@ _decode_frame = _frame_decoder()
 _encode_value = _encoder(False)
 _encode_event = _encoder(True)
 _isinstance = isinstance
+_issubclass = issubclass
+_type = type
+_int_value = int.__int__
+_str_value = str.__str__
 _RuntimeError = RuntimeError
 _OSError = OSError
 _TypeError = TypeError
@@ -499,20 +503,29 @@ def _compile(code, once=False):
 def _exit_failure(e, kind):
     # SystemExit ends the turn, never the interpreter (contract §5.2 point 4):
     # code 0 or None succeeds; any other code fails, with what CPython
-    # prints for it (a non-int code's str, nothing for an int). A handler's
-    # or a definition's non-zero exit is that call's failure.
+    # prints for it (a non-int code's str and a newline, nothing for an
+    # int). As CPython's _Py_HandleSystemExit: an int's subclass is read as
+    # the int it holds (none of its methods runs), anything else is printed
+    # through its type's __str__, and a __str__ that fails prints the
+    # newline alone. A handler's or a definition's non-zero exit is that
+    # call's failure.
     code = e.code
-    if code is None or (_isinstance(code, int) and code == 0):
+    if code is None:
         return None
+    if _issubclass(_type(code), int):
+        if _int_value(code) == 0:
+            return None
+        if kind != 'run':
+            return _failure('python_exception', e)
+        return {'ok': False, 'kind': 'exit', 'message': '', 'traceback': None}
     if kind != 'run':
         return _failure('python_exception', e)
-    if _isinstance(code, int):
-        return {'ok': False, 'kind': 'exit', 'message': '', 'traceback': None}
     try:
         text = str(code)
+        text = _str_value(text) if _issubclass(_type(text), str) else ''
     except BaseException:
-        text = '<unprintable exit code>'
-    return {'ok': False, 'kind': 'exit', 'message': text[:_MAX_MSG], 'traceback': None}
+        text = ''
+    return {'ok': False, 'kind': 'exit', 'message': text[:_MAX_MSG] + '\n', 'traceback': None}
 
 
 def _turn(t):

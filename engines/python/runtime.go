@@ -514,12 +514,10 @@ func (r *pyRuntime) finishTurn(ip *interp, done []byte, stdout, stderr *capture)
 	}
 	res.envelope = env
 	if env.Kind == "exit" {
-		// sys.exit(n ≠ 0): what CPython prints for the code, which is
-		// nothing for an int.
+		// sys.exit(n ≠ 0): what CPython prints for the code, its own
+		// newline included — nothing for an int.
 		res.exited = true
-		if env.Message != "" {
-			res.failure = env.Message + "\n"
-		}
+		res.failure = env.Message
 		return res
 	}
 	res.failure = env.Message + "\n"

@@ -1,6 +1,8 @@
 package python
 
 import (
+	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -84,5 +86,47 @@ func TestTheMemoryCapTextNamesTheCap(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("memory_mb %d: %v", mem, err)
 		}
+	}
+}
+
+// sys.exit with codes whose type a tenant made fails and prints as
+// /usr/bin/python3 does: an int subclass is the int it holds (its
+// methods never run; I(0) succeeds), a str subclass prints through its
+// type's __str__, and a code whose __str__ fails prints the newline alone.
+func TestExoticExitCodesAsPython(t *testing.T) {
+	r := newRigWith(t, nil, nil)
+	for name, code := range map[string]string{
+		"str subclass":               "import sys\nclass S(str):\n    def __getitem__(self, i): raise RuntimeError('no slicing')\n    def __len__(self): raise RuntimeError('no len')\nsys.exit(S('custom message'))",
+		"int subclass of 0":          "import sys\nclass I(int):\n    def __eq__(self, o): raise RuntimeError('no eq')\n    __hash__ = int.__hash__\nsys.exit(I(0))",
+		"int subclass of 3":          "import sys\nclass I(int):\n    def __eq__(self, o): raise RuntimeError('no eq')\n    def __int__(self): raise RuntimeError('no int')\n    __hash__ = int.__hash__\nsys.exit(I(3))",
+		"__str__ answers a subclass": "import sys\nclass S2(str):\n    def __getitem__(self, i): raise RuntimeError('no slicing')\nclass S(str):\n    def __str__(self): return S2('via str')\nsys.exit(S('x'))",
+		"__str__ raises":             "import sys\nclass B:\n    def __str__(self): raise RuntimeError('unprintable')\nsys.exit(B())",
+		"a huge int":                 "import sys\nclass I(int):\n    def __index__(self): raise RuntimeError('no index')\nsys.exit(I(2**80))",
+		"True":                       "import sys\nsys.exit(True)",
+		"False":                      "import sys\nresult = 7\nsys.exit(False)",
+		"a list":                     "import sys\nsys.exit([1, 'a'])",
+		"a class faking int":         "import sys\nclass F:\n    __class__ = property(lambda self: int)\n    def __str__(self): return 'fake'\nsys.exit(F())",
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command("/usr/bin/python3", "-c", code)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			wantExit := 0
+			if err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				wantExit = 1 // a response's exit_code is 0 or 1
+			}
+			res, cerr := r.run(t, map[string]any{"code": code})
+			if cerr != nil {
+				t.Fatal(cerr)
+			}
+			if res.ExitCode != wantExit || res.Stderr != stderr.String() {
+				t.Fatalf("exit %d stderr %q; python3: exit status class %d, stderr %q", res.ExitCode, res.Stderr, wantExit, stderr.String())
+			}
+		})
 	}
 }

@@ -22,15 +22,25 @@ type Msg struct {
 	Call int64  `json:"call,omitempty"`
 
 	// init / bind
-	HeapMB     int64      `json:"heap_mb,omitempty"`
-	ExternalMB int64      `json:"external_mb,omitempty"` // bind: the off-heap cap
-	FilesOn    bool       `json:"files_on,omitempty"`
-	Namespace  string     `json:"namespace,omitempty"`
-	Files      *FilesConf `json:"files,omitempty"`
-	Kept       bool       `json:"kept,omitempty"` // bind: a kept runtime (not a one-shot)
+	HeapMB     int64 `json:"heap_mb,omitempty"`
+	ExternalMB int64 `json:"external_mb,omitempty"` // bind: the off-heap cap
+	FilesOn    bool  `json:"files_on,omitempty"`
+	// Rich asks init and reset for an isolate from the rich startup
+	// snapshot (jsenv.Rich) rather than the lean one.
+	Rich      bool       `json:"rich,omitempty"`
+	Namespace string     `json:"namespace,omitempty"`
+	Files     *FilesConf `json:"files,omitempty"`
+	Kept      bool       `json:"kept,omitempty"` // bind: a kept runtime (not a one-shot)
 
 	// run / invoke / define / trigger-type tasks
-	Code       string          `json:"code,omitempty"`
+	Code string `json:"code,omitempty"`
+	// MaxResult is a run's result cap in bytes (0: none): a result the
+	// host measures over it is answered as the cap's marker, never encoded
+	// whole.
+	MaxResult int64 `json:"max_result,omitempty"`
+	// Omitted (a run's "done") says Result is the result cap's marker for
+	// a result the host measured over MaxResult.
+	Omitted    bool            `json:"omitted,omitempty"`
 	BudgetMS   int64           `json:"budget_ms,omitempty"` // a task's budget; bind: the budget of work with no call (max_timeout_ms)
 	FunctionID string          `json:"function_id,omitempty"`
 	Payload    json.RawMessage `json:"payload,omitempty"`
@@ -74,20 +84,28 @@ const (
 	StatusError   = "error"   // threw or rejected; error holds the text
 	StatusTimeout = "timeout" // the task's deadline passed; the isolate is dead
 	StatusMemory  = "memory"  // the heap cap was hit; the isolate is dead
-	StatusQuota   = "quota"   // an iii.files quota refusal escaped; error holds its text
-	StatusDead    = "dead"    // the isolate died for another task's kill
-	StatusExit    = "exit"    // a run ended by process.exit / exitCode with a non-zero code
+	// StatusExternal: the guest's memory outside V8's heap (ArrayBuffers,
+	// typed arrays, Buffers) passed the off-heap cap; the isolate is dead.
+	StatusExternal = "external"
+	StatusQuota    = "quota" // an iii.files quota refusal escaped; error holds its text
+	StatusDead     = "dead"  // the isolate died for another task's kill
+	StatusExit     = "exit"  // a run ended by process.exit / exitCode with a non-zero code
 	// Statuses of the prelude's define and handler tasks (prelude.js
 	// writes the same strings).
 	StatusParse   = "parse"   // the source does not compile; error holds the text
 	StatusThrew   = "threw"   // defining or running a handler threw; error holds the text
 	StatusMissing = "missing" // no handler of that id (it was unregistered)
 	StatusRefused = "refused" // a registration the prelude refused; error holds the text
+	// StatusOmitted is the prelude's record of a run's result measured over
+	// the run's cap ("<bytes> string|array <n>"); the host answers it as
+	// StatusOK with the cap's marker, so the worker never sees it.
+	StatusOmitted = "omitted"
 	// The supervisor's statuses, never a host's: the host died with the
 	// task in flight, killed for the task's deadline, for memory, or for
 	// its own detached work (Died names the rest).
 	StatusDiedTimeout  = "died:timeout"
 	StatusDiedMemory   = "died:memory"
+	StatusDiedExternal = "died:external"
 	StatusDiedDetached = "died:detached"
 )
 
@@ -175,3 +193,16 @@ func (fr *FrameReader) reserve(total int) {
 		fr.buf = nb
 	}
 }
+
+// The isolate host's environment variables for its startup snapshot
+// (contract §25.7): SnapshotEnv gives a serving host the snapshot file to
+// make its isolates from; MakeSnapshotEnv makes a host write one there and
+// exit instead of serving.
+const (
+	SnapshotEnv     = "CODE_RUNNER_V8_SNAPSHOT"
+	RichSnapshotEnv = "CODE_RUNNER_V8_SNAPSHOT_RICH"
+	MakeSnapshotEnv = "CODE_RUNNER_MAKE_V8_SNAPSHOT"
+	// SnapshotKindEnv names the kind (jsenv.Kind) a snapshot-making host
+	// makes.
+	SnapshotKindEnv = "CODE_RUNNER_V8_SNAPSHOT_KIND"
+)

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	v8 "github.com/code-runner-go/code-runner/engines/node/v8"
 )
 
 // scratch is a runtime's flat iii.files directory with its quota
@@ -30,6 +31,7 @@ type fileArgs struct {
 	Type   string          `json:"t"`
 	Has    bool            `json:"has"`    // write: contents were a string or a Uint8Array
 	Binary bool            `json:"binary"` // write: contents were a Uint8Array
+	Append bool            `json:"append"` // write: add to the end of the file (fs.appendFileSync)
 }
 
 var reservedNames = map[string]bool{"con": true, "prn": true, "aux": true, "nul": true}
@@ -90,9 +92,14 @@ func (h *host) filesOp(method, arg string) nativeResult {
 	}
 	switch method {
 	case "readText":
-		b, res := s.read(name)
+		f, _, res := s.open(name)
 		if res != nil {
 			return *res
+		}
+		b, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return fail("no such file in this runtime's scratch directory")
 		}
 		return nativeResult{V: strings.ToValidUTF8(string(b), "\uFFFD")}
 	case "stat":
@@ -129,21 +136,36 @@ func parseFileArgs(method, arg string, into *fileArgs) (string, *nativeResult) {
 }
 
 // filesRead serves iii.files.read: the file's bytes, or the refusal.
-func (h *host) filesRead(arg string) ([]byte, *nativeResult) {
+// filesRead serves iii.files.read (and fs's reads): the file's bytes are
+// read straight into the ArrayBuffer the guest gets.
+func (h *host) filesRead(c *v8.Call, arg string) {
 	if h.files == nil {
-		r := fail("iii.files is disabled in this runtime")
-		return nil, &r
+		h.answer(c, fail("iii.files is disabled in this runtime"))
+		return
 	}
 	name, bad := parseFileArgs("read", arg, nil)
 	if bad != nil {
-		return nil, bad
+		h.answer(c, *bad)
+		return
 	}
-	return h.files.read(name)
+	f, size, bad := h.files.open(name)
+	if bad != nil {
+		h.answer(c, *bad)
+		return
+	}
+	defer f.Close()
+	// The scratch quota bounds size; a file that grew since is read as
+	// it was measured.
+	c.ReturnBytesFilled(int(size), func(b []byte) int {
+		n, _ := io.ReadFull(f, b)
+		return n
+	})
 }
 
-// filesWrite serves iii.files.write; contents arrive beside the JSON head
-// (a one-byte string when binary), not inside it.
-func (h *host) filesWrite(arg, contents string) nativeResult {
+// filesWrite serves iii.files.write (and fs's writes); the contents arrive
+// beside the JSON head, as a string or as bytes, not inside it. data is
+// only read, never kept.
+func (h *host) filesWrite(arg string, data []byte) nativeResult {
 	if h.files == nil {
 		return fail("iii.files is disabled in this runtime")
 	}
@@ -155,11 +177,7 @@ func (h *host) filesWrite(arg, contents string) nativeResult {
 	if !a.Has {
 		return nativeResult{E: "iii.files.write: contents must be a string or Uint8Array", K: "TypeError"}
 	}
-	data := []byte(contents)
-	if a.Binary {
-		data = binaryStringToBytes(contents)
-	}
-	return h.writeFile(name, data)
+	return h.writeFile(name, data, a.Append)
 }
 
 // rename moves one scratch file to another name (fs.renameSync), replacing
@@ -207,28 +225,40 @@ func (s *scratch) usage(except string) (bytes, files int64) {
 	return bytes, files
 }
 
-func (h *host) writeFile(name string, data []byte) nativeResult {
+func (h *host) writeFile(name string, data []byte, appending bool) nativeResult {
 	s := h.files
 	if err := s.ensure(); err != nil {
 		// The path and the cause are the operator's business, not the guest's.
 		h.send(&hostproto.Msg{T: "warn", Text: "iii.files: could not create a scratch directory (check scratch_root): " + err.Error()})
 		return fail("could not create this runtime's scratch directory; the operator should check scratch_root")
 	}
-	return s.write(name, data)
+	return s.write(name, data, appending)
 }
 
-func (s *scratch) write(name string, data []byte) nativeResult {
+// write replaces the file's contents with data, or adds data at its end
+// (appending: nothing of the file is read or written again).
+func (s *scratch) write(name string, data []byte, appending bool) nativeResult {
 	used, count := s.usage(name)
-	if used+int64(len(data)) > s.maxBytes || count+1 > s.maxFiles {
+	path := filepath.Join(s.dir, name)
+	var kept int64
+	if appending {
+		if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
+			kept = info.Size()
+		}
+	}
+	if used+kept+int64(len(data)) > s.maxBytes || count+1 > s.maxFiles {
 		r := fail("writing %q would exceed this runtime's scratch quota (%d bytes across at most %d files); remove a file first", name, s.maxBytes, s.maxFiles)
 		r.Q = true
 		return r
 	}
-	path := filepath.Join(s.dir, name)
 	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
 		return fail("that scratch entry is not a regular file")
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscallNoFollow, 0o600)
+	mode := os.O_WRONLY | os.O_CREATE | os.O_TRUNC | syscallNoFollow
+	if appending {
+		mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND | syscallNoFollow
+	}
+	f, err := os.OpenFile(path, mode, 0o600)
 	if err != nil {
 		return fail("could not write %q in this runtime's scratch directory", name)
 	}
@@ -240,23 +270,24 @@ func (s *scratch) write(name string, data []byte) nativeResult {
 	return nativeResult{V: nil}
 }
 
-func (s *scratch) read(name string) ([]byte, *nativeResult) {
+// open opens a scratch file to read it whole, with its size.
+func (s *scratch) open(name string) (*os.File, int64, *nativeResult) {
 	path := filepath.Join(s.dir, name)
 	info, err := os.Lstat(path)
 	if err != nil {
 		r := fail("no such file in this runtime's scratch directory")
-		return nil, &r
+		return nil, 0, &r
 	}
 	if !info.Mode().IsRegular() {
 		r := fail("that scratch entry is not a regular file")
-		return nil, &r
+		return nil, 0, &r
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		r := fail("no such file in this runtime's scratch directory")
-		return nil, &r
+		return nil, 0, &r
 	}
-	return b, nil
+	return f, info.Size(), nil
 }
 
 type fileEntry struct {
@@ -274,31 +305,6 @@ func (s *scratch) list() nativeResult {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return nativeResult{V: out}
-}
-
-// bytesToBinaryString maps each byte to the code point of the same value,
-// the form the prelude turns into a Uint8Array.
-// bytesToBinaryString renders bytes as the UTF-8 of a string whose every
-// character is one byte's value (V8 stores it one byte per character).
-func bytesToBinaryString(b []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(b) + len(b)/4)
-	for _, c := range b {
-		if c < utf8.RuneSelf {
-			sb.WriteByte(c)
-		} else {
-			sb.WriteRune(rune(c))
-		}
-	}
-	return sb.String()
-}
-
-func binaryStringToBytes(s string) []byte {
-	out := make([]byte, 0, utf8.RuneCountInString(s))
-	for _, r := range s {
-		out = append(out, byte(r))
-	}
-	return out
 }
 
 // ensure creates the scratch directory (and scratch_root when missing) on

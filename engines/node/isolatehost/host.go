@@ -2,15 +2,10 @@ package isolatehost
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/code-runner-go/code-runner/limits"
-	"hash"
 	"io"
 	"os"
-	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,20 +15,8 @@ import (
 	"github.com/code-runner-go/code-runner/capsfilter"
 	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/engines/node/jsenv"
-	"github.com/code-runner-go/code-runner/internal/jsonx"
-
-	_ "embed"
-
-	v8 "github.com/tommie/v8go"
-
-	_ "github.com/code-runner-go/code-runner/internal/v8compat"
+	v8 "github.com/code-runner-go/code-runner/engines/node/v8"
 )
-
-//go:embed prelude.js
-var preludeSource string
-
-// hint is what String(iii) returns (docs/behaviour.md#guest-iii-node).
-const hint = "[iii: code-runner host client. e.g. await iii.trigger({ function_id: 'worker::fn', payload: {} }); also iii.registerFunction(id, handler, options?), iii.registerTrigger(input), iii.registerTriggerType(triggerType, handler), iii.unregisterTriggerType(id), iii.namespace (the prefix this runtime may register under), iii.files (a private scratch directory when enabled) and iii.shutdown(), which throws by design]"
 
 // Console caps per call (docs/behaviour.md#node-console).
 const (
@@ -66,40 +49,43 @@ func RunHost(in HostInput, out io.Writer) int {
 		return 5
 	}
 	h := &host{
-		out:   &hostproto.FrameWriter{W: out},
-		in:    in,
-		fr:    hostproto.NewFrameReader(in),
-		tasks: map[int64]*hostTask{},
-		calls: map[int64]bool{},
-		mem:   newSelfMemory(),
-
+		out:       &hostproto.FrameWriter{W: out},
+		in:        in,
+		fr:        hostproto.NewFrameReader(in),
+		tasks:     map[int64]*hostTask{},
+		calls:     map[int64]bool{},
+		mem:       newSelfMemory(),
 		callOwner: map[int64]int64{},
-		unitCache: map[string][]byte{},
-
-		unitCacheMade: map[string]int{},
 	}
-	var names []string
-	for _, p := range jsenv.Packages() {
-		names = append(names, p.Name)
-	}
-	h.packageList = strings.Join(names, ",")
-	h.envOff = os.Getenv("CODE_RUNNER_BENCH_NO_JSENV") == "1"
+	h.shared = jsenv.NewShared(nil)
+	h.shared.EnvOff = os.Getenv("CODE_RUNNER_BENCH_NO_JSENV") == "1"
+	h.snapshotWarning = h.loadSnapshots(map[jsenv.Kind]string{
+		jsenv.Lean: os.Getenv(hostproto.SnapshotEnv), jsenv.Rich: os.Getenv(hostproto.RichSnapshotEnv)})
 	h.dropRunState()
 	h.procs = runtime.GOMAXPROCS(0)
 	h.procsNow = h.procs
 	h.guard = &guard{
-		terminate: func() { h.iso.TerminateExecution() },
+		terminate: func() {
+			if iso := h.isoNow.Load(); iso != nil {
+				iso.Terminate()
+			}
+			h.shared.Terminate()
+		},
 		overMemory: func() bool {
 			limit := h.memLimitKB.Load()
 			return limit > 0 && h.mem.guestKB() > limit
 		},
 		hardStop: func(why string) {
-			if h.detachedEntry {
+			if h.detachedEntry.Load() {
 				fmt.Fprintln(os.Stderr, "isolate host: guest code running after its call had ended did not stop (", why, ")")
 				os.Exit(hostproto.ExitDetached)
 			}
 			if why == firedMemory {
-				fmt.Fprintln(os.Stderr, "isolate host: guest memory over its cap (out of memory)")
+				if h.offHeapOver() {
+					fmt.Fprintln(os.Stderr, "isolate host: guest memory outside the heap over its cap")
+				} else {
+					fmt.Fprintln(os.Stderr, "isolate host: guest memory over its cap (out of memory)")
+				}
 				os.Exit(9)
 			}
 			fmt.Fprintln(os.Stderr, "isolate host: guest code did not stop at its deadline")
@@ -107,6 +93,50 @@ func RunHost(in HostInput, out io.Writer) int {
 		},
 	}
 	return h.loop()
+}
+
+// loadSnapshots maps and checks the startup snapshots at paths (one per
+// kind, "" for none); what it answers is the warning to log when one was
+// given and cannot be used (the host then makes those isolates without
+// it, building the environment the old way).
+func (h *host) loadSnapshots(paths map[jsenv.Kind]string) string {
+	h.blobs = map[jsenv.Kind]*v8.Blob{}
+	if h.shared.EnvOff {
+		return ""
+	}
+	var warn []string
+	for _, k := range []jsenv.Kind{jsenv.Lean, jsenv.Rich} {
+		path := paths[k]
+		if path == "" {
+			continue
+		}
+		blob, err := jsenv.OpenSnapshot(path)
+		if err != nil {
+			warn = append(warn, "the "+string(k)+" V8 startup snapshot could not be loaded ("+err.Error()+")")
+			continue
+		}
+		h.blobs[k] = blob
+	}
+	if len(warn) == 0 {
+		return ""
+	}
+	return strings.Join(warn, "; ") + "; this isolate host builds the JavaScript environment without it"
+}
+
+// blobFor is the snapshot an isolate of the kind asked for is made from:
+// that kind's, else the other's, else none.
+func (h *host) blobFor(rich bool) (jsenv.Kind, *v8.Blob) {
+	want, other := jsenv.Lean, jsenv.Rich
+	if rich {
+		want, other = other, want
+	}
+	if b := h.blobs[want]; b != nil {
+		return want, b
+	}
+	if b := h.blobs[other]; b != nil {
+		return other, b
+	}
+	return "", nil
 }
 
 type hostTask struct {
@@ -126,39 +156,35 @@ type host struct {
 	nextCall int64
 	calls    map[int64]bool // async iii.trigger calls awaiting a reply
 
-	iso       *v8.Isolate
-	ctx       *v8.Context
-	api       *v8.Object
-	requireFn *v8.Value // the prelude's require, passed to every run
-	// packageList is the built-in npm packages' names, comma-separated.
-	packageList string
-	// envOff builds isolates without the JavaScript environment (contract
-	// §25): the baseline of BenchmarkNodeEnvironmentCost, never a product
-	// setting (set by CODE_RUNNER_BENCH_NO_JSENV=1 in the host's
-	// environment, which the worker never gives a host).
-	envOff    bool
-	heapLimit uint64
-	namespace string
-	files     *scratch
+	iso *v8.Isolate
+	// isoNow is iso for the guard's goroutine.
+	isoNow atomic.Pointer[v8.Isolate]
+	env    *jsenv.Env
+	shared *jsenv.Shared
+	// snapshotWarning is said once, with the first ready.
+	snapshotWarning string
+	heapLimit       uint64
+	// blobs are the startup snapshots this host may make isolates from;
+	// kind is the one its isolate (and the transform's) came from.
+	blobs map[jsenv.Kind]*v8.Blob
+	kind  jsenv.Kind
 
-	// preludeCache is V8's code cache of the prelude, made by this process
-	// once its first isolate had run the prelude and the warm-up, and
-	// given to every later isolate's compile (nil until then, and again
-	// after V8 rejected it). preludeCached says whether the current
-	// isolate compiled the prelude from it. noPreludeCache turns the cache
-	// off (BenchmarkRecycle's baseline).
-	preludeCache   []byte
-	preludeCached  bool
-	noPreludeCache bool
+	// externalLimit is the off-heap cap (bytes; 0 until bound), read
+	// from the guard's goroutine.
+	externalLimit atomic.Int64
+	namespace     string
+	files         *scratch
 
 	tasks    map[int64]*hostTask
 	runTask  int64
 	inflight int
 
 	stdout, stderr strings.Builder
-	lines, bytes   int
-	truncated      bool
-	detached       int
+	// omitted marks the result finish is sending as the cap's marker.
+	omitted      bool
+	lines, bytes int
+	truncated    bool
+	detached     int
 
 	// guard watches every entry into the isolate (deadline, memory).
 	guard *guard
@@ -176,48 +202,27 @@ type host struct {
 	detachedLeft time.Duration
 	detachedSet  bool
 	// detachedEntry says the current entry runs with no task in flight.
-	detachedEntry bool
+	detachedEntry atomic.Bool
 
 	// procs is the GOMAXPROCS the host started with (the worker starts it
 	// with one); procsNow what it runs with (keptProcs while bound to a
 	// kept runtime).
 	procs, procsNow int
 
-	// The JavaScript environment (env.go, timers.go): owner is the task
-	// the running guest code works for; callOwner the task each pending
-	// iii.trigger call was made for; held the finished tasks waiting for
-	// their timers; uncaught the first uncaught error of each task.
-	owner      int64
-	callOwner  map[int64]int64
-	timers     *timerState
-	held       map[int64]doneRecord
-	uncaught   map[int64]string
-	exitReq    *exitRequest
-	exitCodes  map[int64]int       // process.exitCode set by each task's work
-	hashes     map[int64]hash.Hash // digests being fed (crypto.hashOpen)
-	hashSeq    int64
-	kept       bool
-	origin     time.Time // performance.now()'s zero (monotonic)
-	originWall time.Time // performance.timeOrigin
-	// unitCache holds V8's code cache of each unit this process compiled
-	// (compiled code only, never state); pendingCaches the units first
-	// compiled in the current entry.
-	unitCache     map[string][]byte
-	unitCacheMade map[string]int
-	pendingCaches []pendingCache
+	// The environment's host side (timers.go): callOwner is the task each
+	// pending iii.trigger call was made for; held the finished tasks
+	// waiting for their timers; uncaught the first uncaught error of each
+	// task.
+	callOwner map[int64]int64
+	timers    *timerState
+	held      map[int64]doneRecord
+	uncaught  map[int64]string
+	exitReq   *exitRequest
+	exitCodes map[int64]int // process.exitCode set by each task's work
+	kept      bool
 	// lastIO is when the loop last looked at its input while timers kept
 	// it busy.
 	lastIO time.Time
-
-	// vals are the V8 values the host created or received during the
-	// current entry; they are released when it ends (v8go keeps every value
-	// alive until its context closes otherwise).
-	vals []*v8.Value
-	// nativeVals are the values native calls made (their answers),
-	// released at the next native call; nativeDepth counts native calls
-	// on the stack.
-	nativeVals  []*v8.Value
-	nativeDepth int
 }
 
 // Frame budgets: what may cross to the parent inside one frame.
@@ -351,18 +356,19 @@ func (h *host) die(status string, culprit int64) {
 func (h *host) handle(m *hostproto.Msg) (int, bool) {
 	switch m.T {
 	case "init":
-		if err := h.init(m.HeapMB, m.FilesOn); err != nil {
+		if err := h.init(m.HeapMB, m.FilesOn, m.Rich); err != nil {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
 		h.guestBaseKB = h.mem.guestKB()
-		h.send(&hostproto.Msg{T: "ready"})
+		h.ready()
 	case "bind":
 		if err := h.bind(m.Namespace, m.Files); err != nil {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
 		h.memLimitKB.Store(h.guestBaseKB + int64(h.heapLimit>>10) + m.ExternalMB<<10)
+		h.externalLimit.Store(m.ExternalMB << 20)
 		h.maxBudget = time.Duration(m.BudgetMS) * time.Millisecond
 		h.setKept(m.Kept)
 	case "run":
@@ -372,12 +378,12 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated, h.detached = 0, 0, false, 0
 		return h.enter(func() error {
-			return h.runMain(m.Task, m.Code)
+			return h.runMain(m.Task, m.Code, m.MaxResult)
 		}, m.Task)
 	case "invoke":
 		h.startTask(m, "invoke")
 		return h.enter(func() error {
-			return h.call("invoke", h.num(m.Task), h.str(m.FunctionID), h.str(string(orNull(m.Payload))))
+			return h.call("invoke", h.iso.Number(float64(m.Task)), h.iso.String(m.FunctionID), h.iso.String(string(orNull(m.Payload))))
 		}, m.Task)
 	case "define":
 		h.startTask(m, "define")
@@ -389,7 +395,7 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 			method = "triggerUnregister"
 		}
 		return h.enter(func() error {
-			return h.call(method, h.num(m.Task), h.str(m.TypeID), h.str(string(orNull(m.Binding))))
+			return h.call(method, h.iso.Number(float64(m.Task)), h.iso.String(m.TypeID), h.iso.String(string(orNull(m.Binding))))
 		}, m.Task)
 	case "reply":
 		if !h.calls[m.Call] {
@@ -407,45 +413,95 @@ func (h *host) handle(m *hostproto.Msg) (int, bool) {
 			if !m.OK {
 				text = m.Error
 			}
-			return h.call("settle", h.num(m.Call), h.boolean(m.OK), h.str(text))
+			return h.call("settle", h.iso.Number(float64(m.Call)), h.iso.Bool(m.OK), h.iso.String(text))
 		})
 	case "reset":
 		// Recycle this process for another runtime: a brand-new isolate,
-		// nothing of the previous runtime's state kept. The new one is
-		// built before the old one is disposed of: V8 shares the read-only
-		// heap between the isolates of a process only while one of them
-		// lives, and rebuilding it (deserializing it, attaching the
-		// sandbox's pointer tables to it, re-protecting its pages) was
-		// most of a recycle.
-		oldCtx, oldIso := h.ctx, h.iso
-		h.api, h.files, h.namespace, h.requireFn = nil, nil, "", nil
+		// nothing of the previous runtime's state kept (see rebuild).
+		h.env, h.files, h.namespace = nil, nil, ""
 		h.tasks = map[int64]*hostTask{}
 		h.runTask, h.inflight, h.detached = 0, 0, 0
 		h.calls = map[int64]bool{}
 		h.callOwner = map[int64]int64{}
 		h.dropRunState()
-		h.exitReq, h.owner = nil, 0
+		h.exitReq = nil
 		h.memLimitKB.Store(0)
+		h.externalLimit.Store(0)
 		h.lastBudget, h.maxBudget = 0, 0
 		h.detachedLeft, h.detachedSet = 0, false
 		h.stdout.Reset()
 		h.stderr.Reset()
 		h.lines, h.bytes, h.truncated = 0, 0, false
 		h.setKept(false)
-		err := h.init(m.HeapMB, m.FilesOn)
-		oldCtx.Close()
-		oldIso.Dispose()
+		err := h.rebuild(m.HeapMB, m.FilesOn, m.Rich)
 		if err != nil {
 			h.send(&hostproto.Msg{T: "fatal", Error: err.Error()})
 			return 4, true
 		}
 		// The guest's memory baseline, taken without the old isolate.
 		h.guestBaseKB = h.mem.guestKB()
-		h.send(&hostproto.Msg{T: "ready"})
+		h.ready()
 	case "exit":
 		return 0, true
 	}
 	return 0, false
+}
+
+// rebuild builds the next isolate and disposes of the last. The new one is
+// built before the old one is disposed of when both come from the same
+// snapshot: V8 shares the read-only heap between the isolates of a process
+// only while one of them lives, and rebuilding it (deserializing it,
+// attaching the sandbox's pointer tables, re-protecting its pages) was
+// most of a recycle. From another
+// snapshot every isolate of the last one goes first — the tenant's and the
+// transform's — since the isolates of a process share the read-only heap,
+// which comes from one blob.
+func (h *host) rebuild(heapMB int64, filesOn, rich bool) error {
+	old := h.iso
+	if kind, _ := h.blobFor(rich); kind != h.kind && old != nil {
+		old.Dispose()
+		old = nil
+		h.shared.Close()
+	}
+	err := h.init(heapMB, filesOn, rich)
+	if old != nil {
+		old.Dispose()
+	}
+	return err
+}
+
+// omittedResult is the result cap's marker for the environment's
+// "<bytes> string|array <n>".
+func omittedResult(measure string) json.RawMessage {
+	f := strings.Fields(measure)
+	bytes, berr := strconv.Atoi(f0(f, 0))
+	n, nerr := strconv.Atoi(f0(f, 2))
+	if len(f) != 3 || berr != nil || nerr != nil {
+		return capsfilter.Omitted(bytes, "a value")
+	}
+	shape := capsfilter.ArrayShape(n)
+	if f[1] == "string" {
+		shape = capsfilter.StringShape(n)
+	}
+	return capsfilter.Omitted(bytes, shape)
+}
+
+// f0 is f[i], or "" past its end.
+func f0(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
+// ready tells the worker the isolate is built, with the snapshot's warning
+// first when there is one (once per process).
+func (h *host) ready() {
+	if h.snapshotWarning != "" {
+		h.send(&hostproto.Msg{T: "warn", Text: h.snapshotWarning})
+		h.snapshotWarning = ""
+	}
+	h.send(&hostproto.Msg{T: "ready"})
 }
 
 // keptProcs is the GOMAXPROCS of a host bound to a kept runtime. Its one
@@ -513,76 +569,39 @@ func (h *host) detachedBudget() time.Duration {
 	return h.detachedLeft
 }
 
-// init builds the isolate, its context and the prelude — everything a
-// pooled host can do before it is handed to a runtime.
-func (h *host) init(heapMB int64, filesOn bool) error {
+// init builds the isolate and its environment — from the startup snapshot
+// when the host has one — everything a pooled host can do before it is
+// handed to a runtime.
+func (h *host) init(heapMB int64, filesOn, rich bool) error {
 	h.heapLimit = uint64(heapMB) << 20
-	h.origin, h.originWall = time.Now(), time.Now()
-	h.iso = v8.NewIsolate(v8.WithResourceConstraints(0, h.heapLimit))
-	h.ctx = v8.NewContext(h.iso)
-	native := v8.NewFunctionTemplate(h.iso, h.native)
-	script, err := h.compilePrelude()
+	h.kind, h.shared.Snapshot = h.blobFor(rich)
+
+	env := jsenv.NewUnmade(h.shared)
+	iso, err := v8.NewIsolate(v8.Options{HeapLimit: h.heapLimit, Snapshot: h.shared.Snapshot, Native: h.native})
 	if err != nil {
-		return fmt.Errorf("prelude: %w", err)
-	}
-	factory, err := script.Run(h.ctx)
-	if err != nil {
-		return fmt.Errorf("prelude: %w", err)
-	}
-	fn, err := factory.AsFunction()
-	if err != nil {
-		return fmt.Errorf("prelude is not a function: %w", err)
-	}
-	api, err := fn.Call(v8.Undefined(h.iso), native.GetFunction(h.ctx), h.str(""), h.str(hint), h.boolean(filesOn), h.str(h.packageList), h.boolean(!h.envOff))
-	if err != nil {
-		return fmt.Errorf("prelude: %w", err)
-	}
-	if h.api, err = api.AsObject(); err != nil {
 		return err
 	}
-	// Warm the paths every run takes (script compile, track, takeDone) so the
-	// first tenant run does not pay for their lazy compilation.
-	req, err := h.api.Get("require")
-	if err != nil {
-		return fmt.Errorf("prelude: no require: %w", err)
+	h.iso = iso
+	h.isoNow.Store(iso)
+	if err := env.Make(iso); err != nil {
+		return err
 	}
-	h.requireFn = req // kept for the isolate's life
-	_ = h.runMain(0, "")
-	if d, err := h.api.MethodCall("takeDone"); err == nil {
-		h.keep(d)
+	h.env = env
+	scope := iso.Mark()
+	defer iso.Release(scope)
+	if err := env.Configure(filesOn); err != nil {
+		return fmt.Errorf("prelude: %w", err)
 	}
-	h.releaseValues()
-	if h.preludeCache == nil && !h.noPreludeCache {
-		// Made after the warm-up, so the functions every run calls are
-		// in it compiled, not only the prelude's top level.
-		if cd := script.CreateCodeCache(); len(cd.Bytes) > 0 {
-			h.preludeCache = cd.Bytes
-		}
+	if !iso.FromSnapshot() {
+		// Warm the paths every run takes (compile, track, takeDone) so the
+		// first tenant run does not pay for their lazy compilation (the
+		// snapshot has them compiled already).
+		_ = h.runMain(0, "", 0)
+		_ = h.drain()
+		_, _ = h.takeDone()
+		env.MakeCaches()
 	}
 	return nil
-}
-
-// compilePrelude compiles the prelude for the current isolate, from the
-// process's code cache when there is one. A recycle builds a new isolate
-// for every runtime; with the cache its prelude costs about half as much
-// (docs/architecture.md, "Why compile the prelude from V8's code cache?"). The cache is made in this process from this
-// binary's own prelude before any guest code runs.
-func (h *host) compilePrelude() (*v8.UnboundScript, error) {
-	h.preludeCached = false
-	if h.preludeCache == nil {
-		return h.iso.CompileUnboundScript(preludeSource, "node:internal/code-runner", v8.CompileOptions{})
-	}
-	cd := &v8.CompilerCachedData{Bytes: h.preludeCache}
-	script, err := h.iso.CompileUnboundScript(preludeSource, "node:internal/code-runner", v8.CompileOptions{CachedData: cd})
-	if err != nil {
-		return nil, err
-	}
-	if cd.Rejected {
-		h.preludeCache = nil // compiled from source; init makes a new cache
-	} else {
-		h.preludeCached = true
-	}
-	return script, nil
 }
 
 // bind gives a booted host its runtime: the namespace and the scratch
@@ -592,63 +611,21 @@ func (h *host) bind(namespace string, fc *hostproto.FilesConf) error {
 	if fc != nil {
 		h.files = &scratch{dir: fc.Dir, maxBytes: fc.MaxBytes, maxFiles: fc.MaxFiles}
 	}
-	err := h.call("bind", h.str(namespace))
-	h.releaseValues()
+	scope := h.iso.Mark()
+	defer h.iso.Release(scope)
+	return h.call("bind", h.iso.String(namespace))
+}
+
+// call invokes a method of the prelude's host API.
+func (h *host) call(method string, args ...v8.Value) error {
+	_, err := h.env.Call(method, args...)
 	return err
 }
 
-// keep records a value to release when the current entry ends.
-func (h *host) keep(v *v8.Value) *v8.Value {
-	if v != nil {
-		if h.nativeDepth > 0 {
-			h.nativeVals = append(h.nativeVals, v)
-		} else {
-			h.vals = append(h.vals, v)
-		}
-	}
-	return v
-}
-
-// releaseValues releases every value kept during the entry.
-func (h *host) releaseValues() {
-	for _, v := range h.vals {
-		v.Release()
-	}
-	h.vals = h.vals[:0]
-	h.releaseNativeValues()
-}
-
-// releaseNativeValues releases what native calls made: once a native call
-// has returned, V8 holds its own reference to what it answered, so a guest
-// loop of host calls (timers, the clock) does not pile up handles until its
-// entry ends.
-func (h *host) releaseNativeValues() {
-	for _, v := range h.nativeVals {
-		v.Release()
-	}
-	h.nativeVals = h.nativeVals[:0]
-}
-
-// call invokes a method of the prelude's host API, releasing its result.
-func (h *host) call(method string, args ...v8.Valuer) error {
-	v, err := h.api.MethodCall(method, args...)
-	h.keep(v)
-	return err
-}
-
-func (h *host) num(n int64) *v8.Value {
-	v, _ := v8.NewValue(h.iso, float64(n))
-	return h.keep(v)
-}
-
-func (h *host) str(s string) *v8.Value {
-	v, _ := v8.NewValue(h.iso, s)
-	return h.keep(v)
-}
-
-func (h *host) boolean(b bool) *v8.Value {
-	v, _ := v8.NewValue(h.iso, b)
-	return h.keep(v)
+// drain runs what node runs after each macrotask: the ticks, the
+// microtasks, the unhandled rejections, until none is left.
+func (h *host) drain() error {
+	return h.call("drain")
 }
 
 // enter runs fn inside the isolate — the only way guest JavaScript runs —
@@ -658,16 +635,16 @@ func (h *host) boolean(b bool) *v8.Value {
 // from the prelude while still guarded (taking them must not run guest
 // code, but if it ever did, it would be bounded too) and reported after.
 // A termination the guard fired is a timeout or the memory cap; one we did
-// not fire, or a raised heap limit, is the heap cap. Any of them kills the
-// isolate, and the host exits; so does guest memory over the cap at the end
-// of an entry.
+// not fire, or a heap that reached its cap, is the heap cap. Any of them
+// kills the isolate, and the host exits; so does guest memory over the cap
+// at the end of an entry.
 func (h *host) enter(fn func() error, task int64) (int, bool) {
 	return h.enterAs(task, func() error {
 		err := fn()
-		if err != nil && task != 0 && !isTermination(err) {
+		if err != nil && task != 0 && !v8.IsTermination(err) {
 			// Thrown straight out of a compile or the wrapper (a
 			// SyntaxError): the task's failure.
-			h.uncaughtError(jsErrorText(err))
+			h.uncaughtError(task, jsErrorText(err))
 			return nil
 		}
 		return err
@@ -675,9 +652,11 @@ func (h *host) enter(fn func() error, task int64) (int, bool) {
 }
 
 // enterAs is enter for guest work done for owner (0: detached work): the
-// timers it arms belong to owner, and an exception nothing caught fails
-// owner. A task that finished waits here while a ref'd timer it owns is
-// pending (contract §25.2); process.exit ends its task at once.
+// owner is the continuation-preserved data of everything that runs, so
+// the timers, output and errors of every promise job it starts belong to
+// owner too, whichever entry later runs them (contract §25.11). A task
+// that finished waits here while a ref'd timer it owns is pending
+// (contract §25.2); process.exit ends its task at once.
 func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 	earliest := h.earliest()
 	start := time.Now()
@@ -689,61 +668,91 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 		if left <= 0 {
 			// The detached budget is spent: the runtime ends as an entry
 			// that overran it would, without running the guest again.
-			h.releaseValues()
 			h.send(&hostproto.Msg{T: "warn", Text: detachedOverrun})
 			h.die(hostproto.StatusTimeout, 0)
 			return hostproto.ExitDetached, true
 		}
 		deadline = start.Add(left)
 	}
-	h.detachedEntry = earliest == nil
+	h.detachedEntry.Store(earliest == nil)
 	// A kill of a detached entry exits with ExitDetached: the worker
 	// tombstones a kept runtime its own detached work destroyed.
 	code := 0
 	if earliest == nil {
 		code = hostproto.ExitDetached
 	}
-	h.owner = owner
+	scope := h.iso.Mark()
+	heapHits := h.iso.HeapLimitHits()
+	h.iso.SetOwner(float64(owner))
 	h.guard.arm(deadline)
 	err := fn()
-	if earliest == nil {
-		h.detachedLeft -= time.Since(start)
+	if err == nil || !v8.IsTermination(err) {
+		if derr := h.drain(); derr != nil && err == nil {
+			err = derr
+		}
 	}
 	exit := h.exitReq
 	h.exitReq = nil
 	recs, cerr := h.takeDone()
 	fired := h.guard.disarm()
-	h.owner = 0
+	if earliest == nil {
+		h.detachedLeft -= time.Since(start)
+	}
 	// From here on only the host's own Go code runs: the records are
 	// reported (a big result's frame can take a while) unguarded. The
 	// kills come first: a process.exit that raced a deadline is a timeout.
 	switch {
 	case fired == firedDeadline && earliest != nil:
-		h.releaseValues()
+		h.iso.Release(scope)
 		h.die(hostproto.StatusTimeout, earliest.id)
 		return code, true
 	case fired == firedDeadline:
-		h.releaseValues()
+		h.iso.Release(scope)
 		h.send(&hostproto.Msg{T: "warn", Text: detachedOverrun})
 		h.die(hostproto.StatusTimeout, 0)
 		return code, true
-	case fired == firedMemory, h.memoryOver():
-		h.releaseValues()
+	case h.iso.HeapLimitHits() > heapHits:
+		// V8's heap reached its cap (the near-heap-limit callback stopped
+		// the code): the heap cap, whatever else the guard saw.
+		h.iso.Release(scope)
 		if earliest == nil {
 			h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its memory cap; the runtime was destroyed"})
 		}
 		h.die(hostproto.StatusMemory, 0)
 		return code, true
+	case fired == firedMemory, h.memoryOver():
+		// The process holds more than its cap: the heap's cap when V8's
+		// heap outgrew it (a large array filled faster than V8 noticed),
+		// else the guest's memory outside the heap (ArrayBuffers) passed
+		// the off-heap cap — counted by the allocator, or, for what it does
+		// not see (a resizable ArrayBuffer's pages), known by the heap
+		// being within its own cap.
+		h.iso.Release(scope)
+		status, what := hostproto.StatusMemory, "memory cap"
+		if h.offHeapOver() || h.iso.HeapStats().TotalPhysicalSize < h.heapLimit {
+			status, what = hostproto.StatusExternal, "off-heap memory cap"
+		}
+		if earliest == nil {
+			h.send(&hostproto.Msg{T: "warn", Text: "guest code running after its call had ended passed its " + what + "; the runtime was destroyed"})
+		}
+		h.die(status, 0)
+		return code, true
 	}
-	if exit != nil && isTermination(err) {
+	if exit != nil && v8.IsTermination(err) {
 		err = nil // our own stop, not the heap cap
 	}
-	if h.iso.GetHeapStatistics().HeapSizeLimit > h.heapLimit+(h.heapLimit/2) || isTermination(err) || isTermination(cerr) {
-		h.releaseValues()
+	if exit != nil && v8.IsTermination(cerr) {
+		cerr = nil
+	}
+	if v8.IsTermination(err) || v8.IsTermination(cerr) {
+		h.iso.Release(scope)
 		h.die(hostproto.StatusMemory, 0)
 		return code, true
 	}
 	if exit != nil {
+		if v8.IsTermination(cerr) || cerr != nil {
+			recs = nil
+		}
 		h.exitTask(exit)
 	}
 	for _, r := range recs {
@@ -751,6 +760,11 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 			// Not a record the prelude makes: tenant code tampered with its
 			// way home. The task fails; nothing of the record is believed.
 			r = doneRecord{task: r.task, status: hostproto.StatusError, text: "Error: code-runner: the call's result record was tampered with"}
+		}
+		if r.status == hostproto.StatusOmitted {
+			// A result the environment measured over the run's cap: the
+			// cap's marker, made here so that it is the pipeline's own text.
+			r = doneRecord{task: r.task, status: hostproto.StatusOK, text: string(omittedResult(r.text)), omitted: true}
 		}
 		if msg, ok := h.uncaught[r.task]; ok {
 			r = doneRecord{task: r.task, status: hostproto.StatusError, text: msg}
@@ -770,8 +784,8 @@ func (h *host) enterAs(owner int64, fn func() error) (int, bool) {
 		h.finish(task, hostproto.StatusError, msg, nil)
 	}
 	h.releaseHeld()
-	h.makeCaches()
-	h.releaseValues()
+	h.env.MakeCaches()
+	h.iso.Release(scope)
 	return 0, false
 }
 
@@ -782,7 +796,7 @@ const detachedOverrun = "guest code running after its call had ended used up its
 // preludeStatus lists the statuses the prelude's records may carry.
 var preludeStatus = map[string]bool{
 	hostproto.StatusOK: true, hostproto.StatusError: true, hostproto.StatusQuota: true, hostproto.StatusMissing: true,
-	hostproto.StatusThrew: true, hostproto.StatusRefused: true,
+	hostproto.StatusThrew: true, hostproto.StatusRefused: true, hostproto.StatusOmitted: true,
 }
 
 // report answers one finished task.
@@ -793,10 +807,25 @@ func (h *host) report(r doneRecord) {
 		return
 	}
 	if r.status == hostproto.StatusOK {
+		h.omitted = r.omitted
 		h.finish(r.task, hostproto.StatusOK, "", json.RawMessage(r.text))
+		h.omitted = false
 	} else {
 		h.finish(r.task, r.status, r.text, nil)
 	}
+}
+
+// exitRequest is a process.exit the host is carrying out: the task whose
+// work called it, and the code.
+type exitRequest struct {
+	task int64
+	code int
+}
+
+// exitText is a failed call's text for process.exit(code) or
+// process.exitCode = code with code ≠ 0.
+func exitText(code int) string {
+	return fmt.Sprintf("process.exit(%d): the call ended with exit code %d", code, code)
 }
 
 // exitTask ends the task process.exit (or exitCode) was called for: code
@@ -823,25 +852,27 @@ func (h *host) exitTask(ex *exitRequest) {
 	}
 }
 
+// offHeapOver reports whether what the isolate's ArrayBuffers hold has
+// reached the off-heap cap: a memory kill is then that cap's, else the
+// heap's (any goroutine).
+func (h *host) offHeapOver() bool {
+	limit := h.externalLimit.Load()
+	iso := h.isoNow.Load()
+	return limit > 0 && iso != nil && iso.ExternalBytes() >= limit
+}
+
 // memoryOver reports whether the guest holds more memory than its cap.
 func (h *host) memoryOver() bool {
 	limit := h.memLimitKB.Load()
 	return limit > 0 && h.mem.guestKB() > limit
 }
 
-func isTermination(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "ExecutionTerminated")
-}
-
-// jsErrorText renders an error thrown straight out of RunScript (a
-// SyntaxError, or a throw before the async wrapper began).
+// jsErrorText renders an error thrown straight out of a compile or a call
+// (a SyntaxError, or a throw before the async wrapper began).
 func jsErrorText(err error) string {
-	var je *v8.JSError
-	if errors.As(err, &je) {
-		if je.StackTrace != "" {
-			return je.StackTrace
-		}
-		return je.Message
+	var je *v8.Error
+	if ok := asJSError(err, &je); ok {
+		return je.Text()
 	}
 	return err.Error()
 }
@@ -850,41 +881,29 @@ func jsErrorText(err error) string {
 type doneRecord struct {
 	task         int64
 	status, text string
+	omitted      bool // text is the result cap's marker (StatusOmitted)
 }
 
 // takeDone takes the tasks the prelude finished, reading the flat array its
 // takeDone hands over (task, status, text, …) element by element.
 func (h *host) takeDone() ([]doneRecord, error) {
-	v, err := h.api.MethodCall("takeDone")
+	arr, err := h.env.Call("takeDone")
 	if err != nil {
 		return nil, err
 	}
-	h.keep(v)
-	arr, err := v.AsObject()
+	lenV, err := arr.Get("length")
 	if err != nil {
 		return nil, err
 	}
-	n := int(h.getIdx(arr, -1).Integer())
+	n := int(lenV.Int())
 	var recs []doneRecord
 	for i := 0; i+2 < n; i += 3 {
-		recs = append(recs, doneRecord{task: h.getIdx(arr, i).Integer(), status: h.getIdx(arr, i+1).String(), text: h.getIdx(arr, i+2).String()})
+		task, _ := arr.Index(uint32(i))
+		status, _ := arr.Index(uint32(i + 1))
+		text, _ := arr.Index(uint32(i + 2))
+		recs = append(recs, doneRecord{task: task.Int(), status: status.String(), text: text.String()})
 	}
 	return recs, nil
-}
-
-// getIdx reads arr[i] (i < 0: arr.length), keeping the value for release.
-func (h *host) getIdx(arr *v8.Object, i int) *v8.Value {
-	var v *v8.Value
-	var err error
-	if i < 0 {
-		v, err = arr.Get("length")
-	} else {
-		v, err = arr.GetIdx(uint32(i))
-	}
-	if err != nil || v == nil {
-		v, _ = v8.NewValue(h.iso, int32(0))
-	}
-	return h.keep(v)
 }
 
 func (h *host) finish(task int64, status, text string, result json.RawMessage) {
@@ -902,7 +921,7 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 		text = capsfilter.StreamCap(text, capsfilter.Stderr, errorTextBudget)
 	}
 	delete(h.exitCodes, task)
-	m := &hostproto.Msg{T: "done", Task: task, Status: status, Error: text, Result: result}
+	m := &hostproto.Msg{T: "done", Task: task, Status: status, Error: text, Result: result, Omitted: h.omitted}
 	if task == h.runTask && !h.kept {
 		// A one-shot's timers go with its isolate (contract §25.2).
 		h.dropRunState()
@@ -915,409 +934,4 @@ func (h *host) finish(task int64, status, text string, result json.RawMessage) {
 		h.runTask = 0
 	}
 	h.send(m)
-}
-
-// native is the one function the prelude reaches the host through.
-func (h *host) native(info *v8.FunctionCallbackInfo) *v8.Value {
-	defer info.Release()
-	if h.nativeDepth == 0 {
-		h.releaseNativeValues() // the previous native call's answer is V8's now
-	}
-	h.nativeDepth++
-	defer func() { h.nativeDepth-- }()
-	args := info.Args()
-	if len(args) < 1 {
-		return nil
-	}
-	op := args[0].String()
-	arg := ""
-	if len(args) > 1 {
-		arg = args[1].String()
-	}
-	if op == "log" {
-		h.console(arg)
-		return nil
-	}
-	if v, ok := h.envOp(op, args); ok {
-		return v
-	}
-	var res nativeResult
-	switch {
-	case op == "trigger":
-		res = h.trigger(arg)
-	case op == "files.read":
-		data, failed := h.filesRead(arg)
-		if failed == nil {
-			// The bytes as a one-byte string behind \x01 (see prelude.js).
-			return h.str("\x01" + bytesToBinaryString(data))
-		}
-		res = *failed
-	case op == "files.write":
-		contents := ""
-		if len(args) > 2 {
-			contents = args[2].String()
-		}
-		res = h.filesWrite(arg, contents)
-	case strings.HasPrefix(op, "files."):
-		res = h.filesOp(strings.TrimPrefix(op, "files."), arg)
-	default:
-		res = h.syncCall(op, arg)
-	}
-	b, _ := jsonx.Marshal(res)
-	return h.str(string(b))
-}
-
-// nativeResult is what native answers the prelude: {"v": value} or
-// {"e": message, "k": kind, "q": quota}.
-type nativeResult struct {
-	V any    `json:"v,omitempty"`
-	E string `json:"e,omitempty"`
-	K string `json:"k,omitempty"`
-	Q bool   `json:"q,omitempty"`
-}
-
-func fail(format string, args ...any) nativeResult {
-	return nativeResult{E: fmt.Sprintf(format, args...), K: "Error"}
-}
-
-func (h *host) console(arg string) {
-	level, text, _ := strings.Cut(arg, "\x00")
-	h.consoleWrite(level, text, true)
-}
-
-// consoleWrite adds text to the call's stream of level (a console call's
-// line when newline, else process.stdout/stderr's raw write), counted
-// against the caps in bytes of text and in \n-separated lines (§4.3); with
-// no call in flight it goes to the worker's log.
-func (h *host) consoleWrite(level, text string, newline bool) {
-	if h.runTask == 0 {
-		h.detachedLog(level, text)
-		return
-	}
-	if h.truncated {
-		return
-	}
-	lines := strings.Count(text, "\n")
-	if newline {
-		lines++
-	}
-	if h.lines+lines > consoleMaxLines || h.bytes+len(text) > consoleMaxBytes {
-		h.truncated = true
-		return
-	}
-	h.lines += lines
-	h.bytes += len(text)
-	out := &h.stderr
-	if level == "log" {
-		out = &h.stdout
-	}
-	out.WriteString(text)
-	if newline {
-		out.WriteByte('\n')
-	}
-}
-
-// detachedLog sends console output of work no call waits for to the
-// worker's log, cut at what is left of the runtime's detachedMax.
-func (h *host) detachedLog(level, text string) {
-	left := detachedMax - h.detached
-	if left <= 0 {
-		return
-	}
-	if len(text) > left {
-		text = strings.ToValidUTF8(text[:left], "")
-	}
-	h.detached += len(text)
-	h.send(&hostproto.Msg{T: "log", Level: level, Text: text})
-}
-
-// currentTask is the task guest code is running for — its deadline is the
-// one guest bus calls are clamped to, its id tells the worker whose call
-// (and trace) a guest call belongs to: the task whose entry is on the
-// stack, or else (a continuation settling) the latest one; nil with no
-// task in flight.
-func (h *host) currentTask() *hostTask {
-	if tk, ok := h.tasks[h.runTask]; ok {
-		return tk
-	}
-	var latest *hostTask
-	for _, tk := range h.tasks {
-		if latest == nil || tk.id > latest.id {
-			latest = tk
-		}
-	}
-	return latest
-}
-
-type triggerHead struct {
-	FunctionID string   `json:"function_id"`
-	Action     *string  `json:"action"`
-	Timeout    *float64 `json:"timeout"`
-	TimeoutMS  *float64 `json:"timeout_ms"`
-}
-
-func (h *host) trigger(arg string) nativeResult {
-	headText, payload, _ := strings.Cut(arg, "\x00")
-	var head triggerHead
-	if err := json.Unmarshal([]byte(headText), &head); err != nil {
-		return fail("malformed iii request: %v", err)
-	}
-	if n := len(head.FunctionID); n > limits.MaxFunctionIDBytes {
-		return fail("%s", limits.OverLimit("function id", n, limits.MaxFunctionIDBytes))
-	}
-	if n := len(payload); n > limits.MaxPayloadBytes {
-		return fail("%s", limits.OverLimit("payload", n, limits.MaxPayloadBytes))
-	}
-	var action json.RawMessage
-	if head.Action != nil {
-		if n := len(*head.Action); n > limits.MaxActionBytes {
-			return fail("%s", limits.OverLimit("action", n, limits.MaxActionBytes))
-		}
-		if *head.Action == "void" {
-			action = json.RawMessage(`{"type":"void"}`)
-		} else {
-			var v map[string]any
-			if err := json.Unmarshal([]byte(*head.Action), &v); err != nil {
-				return fail("invalid action %q: %v", *head.Action, err)
-			}
-			action = json.RawMessage(*head.Action)
-		}
-	}
-	if h.inflight >= maxInflight {
-		return fail("too many concurrent iii.trigger calls (limit 32); await earlier calls before making more")
-	}
-	requested := head.TimeoutMS
-	if requested == nil {
-		requested = head.Timeout
-	}
-	var reqMS int64
-	if requested != nil && *requested > 0 {
-		reqMS = int64(*requested)
-		if reqMS < 1 {
-			reqMS = 1
-		}
-	}
-	args, _ := jsonx.Marshal(map[string]any{"function_id": head.FunctionID, "payload": json.RawMessage(payload), "action": action, "timeout_ms": reqMS})
-	h.nextCall++
-	id := h.nextCall
-	h.calls[id] = true
-	h.callOwner[id] = h.activeOwner()
-	h.inflight++
-	var dl, task int64
-	if tk := h.currentTask(); tk != nil {
-		dl, task = tk.deadline.UnixMilli(), tk.id
-	}
-	h.send(&hostproto.Msg{T: "call", Call: id, Op: "trigger", Args: args, DeadlineMS: dl, Task: task})
-	return nativeResult{V: id}
-}
-
-// syncCall asks the worker to perform op and waits for its answer
-// (registrations, which must claim ids in the worker's registry).
-func (h *host) syncCall(op, arg string) nativeResult {
-	h.nextCall++
-	id := h.nextCall
-	var task int64 // the call it serves, so the worker's own work for it joins that call's trace
-	if tk := h.currentTask(); tk != nil {
-		task = tk.id
-	}
-	h.send(&hostproto.Msg{T: "call", Call: id, Op: op, Args: json.RawMessage(orEmptyObject(arg)), Task: task})
-	// Wait here, inside the native callback, reading the pipe ourselves;
-	// everything else that arrives meanwhile is handled afterwards, in order.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := h.readUntil(deadline)
-		if err != nil {
-			if os.IsTimeout(err) {
-				return fail("the worker did not answer %s in time", op)
-			}
-			return fail("the worker is gone")
-		}
-		if r.T != "reply" || r.Call != id {
-			h.backlog = append(h.backlog, r)
-			continue
-		}
-		if !r.OK {
-			return fail("%s", r.Error)
-		}
-		var v any
-		if len(r.Value) > 0 {
-			_ = json.Unmarshal(r.Value, &v)
-		}
-		return nativeResult{V: v}
-	}
-}
-
-func orEmptyObject(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "{}"
-	}
-	return s
-}
-
-// define compiles a register_function source as a factory and lets the
-// prelude call it and register the handler (docs/behaviour.md#register-node-source).
-func (h *host) define(m *hostproto.Msg) (int, bool) {
-	return h.enter(func() error {
-		v, err := h.compileSource(m.Code)
-		if err != nil {
-			h.finish(m.Task, hostproto.StatusParse, jsErrorText(err), nil)
-			return nil
-		}
-		_, err = h.api.MethodCall("define", h.num(m.Task), h.str(m.FunctionID), v, h.str(string(orNull(m.Payload))))
-		return err
-	}, m.Task)
-}
-
-// CommonJS's names, which a run's wrapper (the body of an async arrow,
-// contract §4.2, §25.5) and a module file's pass; a wrapper opens on the
-// same line as the code's first line so that line numbers stay the
-// tenant's.
-var runParams = []string{"exports", "require", "module", "__filename", "__dirname"}
-
-// A source's wrapper: a factory that leaves `handler` (or exports it).
-var sourceParams = []string{"handler", "exports", "require", "module"}
-
-// redeclared is V8's compile error for code that declares a name its
-// wrapper passes as a parameter.
-var redeclared = regexp.MustCompile(`^SyntaxError: Identifier '([\w$]+)' has already been declared`)
-
-// compileWrapped compiles src inside a wrapper opened by open(params) and
-// closed by tail. Code that declares one of the wrapper's parameter names
-// itself (const __dirname = … in an ES module, as node allows: its
-// wrapper's parameters are not in the code's scope) keeps its own
-// declaration: that parameter is renamed out of the way and the wrapper
-// compiled again. It only compiles: the caller runs the script, and an
-// error the script throws is never taken for a compile error.
-func (h *host) compileWrapped(params []string, open func(string) string, src, tail, origin string) (*v8.UnboundScript, error) {
-	names := slices.Clone(params)
-	for {
-		script, err := h.iso.CompileUnboundScript(open(strings.Join(names, ", "))+src+tail, origin, v8.CompileOptions{})
-		if err == nil {
-			return script, nil
-		}
-		m := redeclared.FindStringSubmatch(jsErrorText(err))
-		at := -1
-		if m != nil {
-			at = slices.Index(names, m[1])
-		}
-		// Each parameter is renamed at most once (code that declares the
-		// new name too gets V8's error).
-		if at < 0 || names[at] != params[at] {
-			return nil, err
-		}
-		names[at] = "__crUnused" + strconv.Itoa(at)
-	}
-}
-
-// runMain runs a run's code as node's main module: the compiled arrow is
-// called with (exports, require, module, __filename, __dirname) and its
-// promise tracked as task.
-func (h *host) runMain(task int64, code string) error {
-	if h.envOff {
-		v, err := h.ctx.RunScript("(async () => {"+code+"\n})()", "code.js")
-		if err != nil {
-			return err
-		}
-		h.keep(v)
-		return h.call("track", h.num(task), v)
-	}
-	fnv, err := h.compileRun(code)
-	if err != nil {
-		return err
-	}
-	fn, err := fnv.AsFunction()
-	if err != nil {
-		return err
-	}
-	mod, err := h.api.MethodCall("mainModule")
-	if err != nil {
-		return err
-	}
-	h.keep(mod)
-	modObj, err := mod.AsObject()
-	if err != nil {
-		return err
-	}
-	exports, err := modObj.Get("exports")
-	if err != nil {
-		return err
-	}
-	h.keep(exports)
-	p, err := fn.Call(v8.Undefined(h.iso), exports, h.requireFn, mod, h.str("/scratch/<code>"), h.str("/scratch"))
-	if err != nil {
-		return err
-	}
-	h.keep(p)
-	return h.call("track", h.num(task), p)
-}
-
-// runWrapped runs a wrapper compileWrapped compiled, which makes its
-// function.
-func (h *host) runWrapped(script *v8.UnboundScript, err error) (*v8.Value, error) {
-	if err != nil {
-		return nil, err
-	}
-	return script.Run(h.ctx)
-}
-
-// compileRun compiles a run's code as plain JavaScript, or after the
-// transform when it uses module syntax, TypeScript or a dynamic import.
-func (h *host) compileRun(code string) (*v8.Value, error) {
-	return h.compileWith(code, func(src string) (*v8.Value, error) {
-		return h.runWrapped(h.compileWrapped(runParams, func(p string) string { return "(async (" + p + ") => {" }, src, "\n})", "code.js"))
-	})
-}
-
-// compileSource compiles a register_function source as a factory that
-// leaves `handler` (or exports it); the prelude's define calls it.
-func (h *host) compileSource(code string) (*v8.Value, error) {
-	return h.compileWith(code, func(src string) (*v8.Value, error) {
-		return h.runWrapped(h.compileWrapped(sourceParams, func(p string) string { return "(function (" + p + ") {" }, src,
-			"\n;return typeof handler === 'undefined' ? undefined : handler;\n})", "source.js"))
-	})
-}
-
-// dynamicImport finds a dynamic import(), which V8 cannot resolve here
-// (v8go exposes no host import hook): such code is transformed.
-var dynamicImport = regexp.MustCompile(`\bimport\s*\(`)
-
-// compileWith compiles code with compile; when that fails with a
-// SyntaxError, or the code uses import(), the prelude's transform (sucrase,
-// run inside this isolate under the entry's deadline) rewrites it first.
-// A transform that fails too gives V8's own error for code with no module
-// or TypeScript syntax, else the transformer's.
-func (h *host) compileWith(code string, compile func(string) (*v8.Value, error)) (*v8.Value, error) {
-	var v8err error
-	if !dynamicImport.MatchString(code) {
-		v, err := compile(code)
-		if err == nil {
-			h.keep(v)
-			return v, nil
-		}
-		if !strings.HasPrefix(jsErrorText(err), "SyntaxError") {
-			return nil, err
-		}
-		v8err = err
-	}
-	t, err := h.api.MethodCall("transform", h.str(code), h.str("<code>"))
-	if err != nil {
-		return nil, err
-	}
-	h.keep(t)
-	out := t.String()
-	if strings.HasPrefix(out, "\x00") {
-		if out == "\x00" && v8err != nil {
-			return nil, v8err
-		}
-		if out == "\x00" {
-			out = "\x00SyntaxError: the code does not compile"
-		}
-		return nil, errors.New(out[1:])
-	}
-	v, err := compile(out)
-	if err != nil {
-		return nil, err
-	}
-	h.keep(v)
-	return v, nil
 }

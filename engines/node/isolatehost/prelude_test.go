@@ -1,22 +1,33 @@
 package isolatehost
 
 import (
+	"os"
 	"testing"
 	"time"
 
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
+	"github.com/code-runner-go/code-runner/engines/node/jsenv"
+	v8 "github.com/code-runner-go/code-runner/engines/node/v8"
 	"github.com/code-runner-go/code-runner/internal/benchutil"
 )
 
 // newTestHost is a host with no pipes, enough to build and recycle
-// isolates in this process.
-func newTestHost(t testing.TB) *host {
+// isolates in this process, from snapshot (nil: the environment built
+// without one).
+func newTestHost(t testing.TB, snapshot *v8.Blob) *host {
 	t.Helper()
-	h := &host{tasks: map[int64]*hostTask{}, calls: map[int64]bool{}, mem: newSelfMemory()}
+	h := &host{tasks: map[int64]*hostTask{}, calls: map[int64]bool{}, mem: newSelfMemory(), callOwner: map[int64]int64{}}
+	h.shared = jsenv.NewShared(nil)
+	h.blobs = map[jsenv.Kind]*v8.Blob{}
+	if snapshot != nil {
+		h.blobs[jsenv.Lean] = snapshot
+	}
+	h.dropRunState()
 	t.Cleanup(func() {
 		if h.iso != nil {
-			h.ctx.Close()
 			h.iso.Dispose()
 		}
+		h.shared.Close()
 	})
 	return h
 }
@@ -24,97 +35,126 @@ func newTestHost(t testing.TB) *host {
 // recycleForTest builds the next isolate and disposes of the last, as "reset" does.
 func (h *host) recycleForTest(t testing.TB) {
 	t.Helper()
-	oldCtx, oldIso := h.ctx, h.iso
-	if err := h.init(64, false); err != nil {
+	if err := h.rebuild(64, false, false); err != nil {
 		t.Fatal(err)
 	}
-	oldCtx.Close()
-	oldIso.Dispose()
 }
 
-// preludeWorks binds ns through the prelude's API and reads it back from
-// guest-visible code.
-func preludeWorks(t *testing.T, h *host, ns string) {
+// testSnapshot makes a startup snapshot of kind in this process (tests
+// only: a worker makes it in a host process of its own). A process makes
+// its isolates from one blob: a test uses one.
+func testSnapshot(t testing.TB, kind jsenv.Kind) *v8.Blob {
 	t.Helper()
-	if err := h.bind(ns, nil); err != nil {
-		t.Fatalf("bind through the prelude: %v", err)
+	dir := t.TempDir()
+	path := dir + "/snapshot.bin"
+	t.Setenv(hostproto.SnapshotKindEnv, string(kind))
+	if code := makeSnapshot(path); code != 0 {
+		t.Fatalf("making the snapshot exited %d", code)
 	}
-	v, err := h.ctx.RunScript("typeof console.log + ' ' + iii.namespace + ' ' + typeof WebAssembly", "check.js")
+	blob, err := jsenv.OpenSnapshot(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := v.String(), "function "+ns+" undefined"; got != want {
-		t.Fatalf("the prelude left %q, want %q", got, want)
-	}
+	return blob
 }
 
-// The first isolate of a process compiles the prelude from source and makes
-// V8's code cache of it; every isolate after it compiles from that cache
-// and gets the same prelude.
-func TestRecycledIsolatesCompileThePreludeFromTheCodeCache(t *testing.T) {
-	h := newTestHost(t)
-	if err := h.init(64, false); err != nil {
-		t.Fatal(err)
-	}
-	if h.preludeCached || len(h.preludeCache) == 0 {
-		t.Fatalf("first isolate: cached=%v, cache of %d bytes; want from source, a cache made", h.preludeCached, len(h.preludeCache))
-	}
-	preludeWorks(t, h, "first::")
-	for i, ns := range []string{"second::", "third::"} {
-		h.recycleForTest(t)
-		if !h.preludeCached {
-			t.Fatalf("isolate %d compiled the prelude from source", i+2)
+// Isolates built from the snapshot and without it give guest code the same
+// environment, and a recycled host's next isolate shows nothing of the
+// last tenant's globals.
+func TestIsolatesFromTheSnapshotAndWithoutItAreTheSame(t *testing.T) {
+	snap := testSnapshot(t, jsenv.Rich)
+	probe := "const seen = typeof globalThis.leftover; globalThis.leftover = 1; [typeof console.log, typeof iii.trigger, typeof WebAssembly, typeof URL, typeof require('lodash').chunk, seen].join(' ')"
+	var answers []string
+	for _, s := range []*v8.Blob{snap, nil} {
+		// One blob at a time: a process's isolates share V8's read-only
+		// heap, which comes from one blob.
+		h := newTestHost(t, s)
+		for i := 0; i < 3; i++ {
+			h.recycleForTest(t)
+			if got := h.iso.FromSnapshot(); got != (s != nil) {
+				t.Fatalf("from the snapshot: %v, want %v", got, s != nil)
+			}
+			scope := h.iso.Mark()
+			sc, _, err := h.iso.Compile(v8.Source{Code: probe, Origin: "probe.js"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := sc.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers = append(answers, v.String())
+			h.iso.Release(scope)
 		}
-		preludeWorks(t, h, ns)
+		h.iso.Dispose()
+		h.iso = nil
+	}
+	for _, a := range answers {
+		if a != "function function undefined function function undefined" {
+			t.Fatalf("answers %q", answers)
+		}
 	}
 }
 
-// A cache V8 refuses (here: bytes that are not one) costs a compile from
-// source, never a broken isolate, and is replaced by a good one.
-func TestARejectedPreludeCacheIsRebuilt(t *testing.T) {
-	h := newTestHost(t)
-	if err := h.init(64, false); err != nil {
+// A snapshot file that cannot be used — missing, corrupt, truncated, not
+// one — leaves the host a warning to log, and its isolates are built
+// without it.
+func TestASnapshotThatFailsToLoadIsWarnedAboutAndLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	good := dir + "/good.bin"
+	if code := makeSnapshot(good); code != 0 {
+		t.Fatal("no snapshot")
+	}
+	file, err := os.ReadFile(good)
+	if err != nil {
 		t.Fatal(err)
 	}
-	bad := make([]byte, len(h.preludeCache))
-	for i := range bad {
-		bad[i] = byte(i * 7)
+	corrupt := append([]byte(nil), file...)
+	corrupt[len(corrupt)-100] ^= 0xff
+	cases := map[string][]byte{"corrupt": corrupt, "truncated": file[:len(file)/2], "not one": []byte("hello"), "empty": nil}
+	for name, b := range cases {
+		path := dir + "/" + name
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h := newTestHost(t, nil)
+		if warn := h.loadSnapshots(map[jsenv.Kind]string{jsenv.Lean: path}); warn == "" || h.blobs[jsenv.Lean] != nil {
+			t.Fatalf("%s: warning %q, snapshot kept: %v", name, warn, h.blobs[jsenv.Lean] != nil)
+		}
+		h.recycleForTest(t)
+		if h.iso.FromSnapshot() {
+			t.Fatalf("%s: the isolate came from the snapshot", name)
+		}
 	}
-	h.preludeCache = bad
-	h.recycleForTest(t)
-	if h.preludeCached {
-		t.Fatal("V8 took bytes that are not a code cache")
+	h := newTestHost(t, nil)
+	if warn := h.loadSnapshots(map[jsenv.Kind]string{jsenv.Lean: dir + "/missing"}); warn == "" {
+		t.Fatal("a missing snapshot gave no warning")
 	}
-	preludeWorks(t, h, "after::")
-	if len(h.preludeCache) == 0 || string(h.preludeCache) == string(bad) {
-		t.Fatal("the rejected cache was not replaced")
+	if warn := h.loadSnapshots(map[jsenv.Kind]string{jsenv.Lean: good}); warn != "" || h.blobs[jsenv.Lean] == nil {
+		t.Fatalf("the good snapshot: %q", warn)
 	}
-	h.recycleForTest(t)
-	if !h.preludeCached {
-		t.Fatal("the rebuilt cache was not used")
-	}
-	preludeWorks(t, h, "again::")
 }
 
 // BenchmarkRecycle: one host rebuilding its isolate as "reset" does (a new
-// isolate, context and prelude, then the old one disposed of), with the
-// prelude from the code cache and, as the baseline in the same run, from
-// source every time with no cache made (what a recycle did before); alternating blocks of 20 so a drift of the machine
-// falls on both.
+// isolate and its environment, then the old one disposed of): from the
+// startup snapshot, and as baselines in the same run without it, with the
+// prelude from its code cache and from source; alternating blocks of 20
+// so a drift of the machine falls on all three.
 func BenchmarkRecycle(b *testing.B) {
-	cached, fresh := newTestHost(b), newTestHost(b)
-	fresh.noPreludeCache = true
-	for _, h := range []*host{cached, fresh} {
-		if err := h.init(64, false); err != nil {
-			b.Fatal(err)
-		}
+	snapped, cached, fresh := newTestHost(b, testSnapshot(b, jsenv.Lean)), newTestHost(b, nil), newTestHost(b, nil)
+	fresh.shared.NoCache = true
+	for _, h := range []*host{snapped, cached, fresh} {
+		h.recycleForTest(b)
 	}
-	var withCache, fromSource benchutil.Samples
+	var fromSnapshot, withCache, fromSource benchutil.Samples
 	for i := 0; i < max(b.N, 200); i += 20 {
+		fromSnapshot = append(fromSnapshot, benchutil.Time(20, func() { snapped.recycleForTest(b) })...)
 		withCache = append(withCache, benchutil.Time(20, func() { cached.recycleForTest(b) })...)
 		fromSource = append(fromSource, benchutil.Time(20, func() { fresh.recycleForTest(b) })...)
 	}
+	fromSnapshot.Report(b, "recycle-from-snapshot")
 	withCache.Report(b, "recycle-prelude-cached")
 	fromSource.Report(b, "recycle-prelude-from-source")
-	b.ReportMetric(float64(fromSource.P(0.5)-withCache.P(0.5))/float64(time.Millisecond), "saved-ms/recycle")
+	b.ReportMetric(float64(withCache.P(0.5))/float64(fromSnapshot.P(0.5)), "cached/snapshot")
+	_ = time.Millisecond
 }

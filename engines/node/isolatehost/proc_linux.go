@@ -4,6 +4,7 @@ package isolatehost
 
 import (
 	"fmt"
+	"github.com/code-runner-go/code-runner/engines/node/hostproto"
 	"github.com/code-runner-go/code-runner/internal/tuning"
 	"os"
 	"syscall"
@@ -26,6 +27,9 @@ const syscallNoFollow = syscall.O_NOFOLLOW
 // spinread.Reader.SetWaitInKernel; "Why does a kept host wait for its next
 // message in the kernel?" in docs/architecture.md).
 func Serve() int {
+	if path := os.Getenv(hostproto.MakeSnapshotEnv); path != "" {
+		return makeSnapshot(path)
+	}
 	if err := syscall.SetNonblock(0, true); err != nil {
 		fmt.Fprintln(os.Stderr, "isolate host: stdin:", err)
 		return 5

@@ -2,7 +2,6 @@ package isolatehost
 
 import (
 	"container/heap"
-	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +153,7 @@ func (s *timerState) refsOf(task int64) int {
 
 // timerOp handles the prelude's timer operations; it answers "" or a
 // JSON refusal.
-func (h *host) timerOp(op, arg string) string {
+func (h *host) timerOp(op, arg string, owner int64) string {
 	s := h.timers
 	switch op {
 	case "set":
@@ -167,7 +166,7 @@ func (h *host) timerOp(op, arg string) string {
 		if len(s.byID) >= maxTimers {
 			return `{"e":"too many pending timers (limit 10000): clear some before arming more","k":"RangeError"}`
 		}
-		t := &timer{id: id, ref: true, immediate: f[3] == "1", owner: h.activeOwner()}
+		t := &timer{id: id, ref: true, immediate: f[3] == "1", owner: owner}
 		d := time.Duration(delay * float64(time.Millisecond))
 		t.delay = d
 		if f[2] == "1" {
@@ -201,15 +200,6 @@ func (h *host) timerOp(op, arg string) string {
 		}
 	}
 	return ""
-}
-
-// activeOwner is the task the running guest code works for, or 0 when
-// that task has already answered (its timers are detached work).
-func (h *host) activeOwner() int64 {
-	if _, ok := h.tasks[h.owner]; ok {
-		return h.owner
-	}
-	return 0
 }
 
 // nextTimerDue is when the host must wake for a timer (zero: none).
@@ -250,7 +240,7 @@ func (h *host) fireTimers() (int, bool) {
 		}
 		id := t.id
 		if code, exit := h.enterAs(owner, func() error {
-			return h.call("fireTimer", h.num(id))
+			return h.call("fireTimer", h.iso.Number(float64(id)))
 		}); exit {
 			return code, true
 		}
@@ -295,12 +285,11 @@ func (h *host) releaseHeld() {
 	}
 }
 
-// dropRunState forgets every timer, held answer, exit code and digest in
-// progress (a one-shot's end, a recycle).
+// dropRunState forgets every timer, held answer and exit code (a
+// one-shot's end, a recycle).
 func (h *host) dropRunState() {
 	h.timers = newTimerState()
 	h.held = map[int64]doneRecord{}
 	h.uncaught = map[int64]string{}
 	h.exitCodes = map[int64]int{}
-	h.hashes = map[int64]hash.Hash{}
 }

@@ -13,9 +13,11 @@ package jsenv
 import (
 	"bufio"
 	"embed"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"strings"
+	"sync"
 )
 
 //go:embed assets
@@ -98,3 +100,24 @@ func PackageNames() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// ESMNames is the JSON list of the names node 20's import() gives the
+// built-in package (or subpath) name, as the build recorded them by
+// importing each under node (assets/esm.json); "" for any other name.
+func ESMNames(name string) string {
+	esmOnce.Do(func() {
+		b, err := fs.ReadFile(assets, "assets/esm.json")
+		if err == nil {
+			_ = json.Unmarshal(b, &esmNames)
+		}
+	})
+	if names, ok := esmNames[name]; ok {
+		return string(names)
+	}
+	return ""
+}
+
+var (
+	esmOnce  sync.Once
+	esmNames map[string]json.RawMessage
+)

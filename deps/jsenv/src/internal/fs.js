@@ -75,7 +75,7 @@ function flagOf(options, dflt) {
 function readRaw(t, syscall) {
   if (t.dir) throw fsError('EISDIR', syscall === 'open' ? 'read' : syscall, undefined);
   const raw = native('files.read', nameArg(t.name));
-  if (raw.length > 0 && raw.charCodeAt(0) === 1) return Buffer.from(raw.slice(1), 'latin1');
+  if (raw instanceof Uint8Array) return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   return check(parse(raw), syscall, t.path);
 }
 
@@ -101,9 +101,7 @@ function toBuffer(data, options) {
 
 function writeRaw(t, buf) {
   if (t.dir) throw fsError('EISDIR', 'open', t.path);
-  let s = '';
-  for (let i = 0; i < buf.length; i += 8192) s += String.fromCharCode.apply(null, buf.subarray(i, i + 8192));
-  check(parse(native('files.write', stringify({ name: t.name, t: 'string', has: true, binary: true }), s)), 'open', t.path);
+  check(parse(native('files.write', stringify({ name: t.name, t: 'string', has: true, binary: true }), buf)), 'open', t.path);
 }
 
 function writeFileSync(p, data, options) {
@@ -112,8 +110,9 @@ function writeFileSync(p, data, options) {
   let buf = toBuffer(data, options);
   const flag = flagOf(options, 'w');
   if (flag[0] === 'a' && !t.dir) {
-    const old = statName(t, 'open', true) ? readRaw(t, 'open') : Buffer.alloc(0);
-    buf = Buffer.concat([old, buf]);
+    // Appended where the file ends, by the host: nothing read back.
+    check(parse(native('files.write', stringify({ name: t.name, t: 'string', has: true, binary: true, append: true }), buf)), 'open', t.path);
+    return;
   } else if (flag.includes('x') && statName(t, 'open', true)) {
     throw fsError('EEXIST', 'open', t.path);
   }

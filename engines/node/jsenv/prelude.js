@@ -1,13 +1,20 @@
 // code-runner isolate prelude. Runs once per context, before any tenant
-// code, as a function expression called with (native, namespace, hint,
-// filesEnabled, packageList, envOn; envOn false is a bench-only build
-// without the JavaScript environment, the baseline of its cost). It installs `console` and the frozen global `iii`, removes
-// WebAssembly, and returns the host API — an object only the Go side holds.
-// Everything tenant code could tamper with later (JSON, Promise, Error, …)
-// is captured here first.
-(function (native, initialNamespace, hint, filesEnabled, packageList, envOn) {
+// code — when the startup snapshot is made, or in an isolate made without
+// one — as a function expression called with (native, intrinsics, hint,
+// packageList, envOn; envOn false is a bench-only build without the
+// JavaScript environment, the baseline of its cost). native reaches the
+// host (Go); intrinsics are answered by the binding in C++ (promise
+// states, modules, structured clone, byte encodings, microtasks). It
+// installs `console` and the global `iii`, removes WebAssembly, and
+// returns the host API — an object only the Go side holds. What differs
+// between isolates made from one snapshot (iii.files, the namespace) is
+// set by the API's configure and bind, before any tenant code runs.
+// Everything tenant code could tamper with later (JSON, Promise, Error,
+// the prototypes' methods) is captured here first, as node's primordials.
+(function (native, intrinsics, hint, packageList, envOn) {
   'use strict';
-  let namespace = initialNamespace;
+  let namespace = '';
+  let filesEnabled = false;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const freeze = Object.freeze;
@@ -29,6 +36,55 @@
   const arrayPush = Array.prototype.push, arrayJoin = Array.prototype.join;
   const charCodeAt = String.prototype.charCodeAt;
   const apply = Reflect.apply;
+  const captureStackTrace = Error.captureStackTrace;
+  // uncurry(f)(self, ...args) is self.f(...args) with the f captured now.
+  const uncurry = Function.prototype.bind.bind(Function.prototype.call);
+  const StringSlice = uncurry(String.prototype.slice);
+  const StringReplace = uncurry(String.prototype.replace), StringStartsWith = uncurry(String.prototype.startsWith);
+  const StringIndexOf = uncurry(String.prototype.indexOf), StringEndsWith = uncurry(String.prototype.endsWith);
+  const StringLastIndexOf = uncurry(String.prototype.lastIndexOf);
+  // Regular expressions the environment uses are hardened as node's are
+  // (hardenRegExp): exec, the symbol methods and the flags are own
+  // properties holding V8's originals, so a tenant that replaces
+  // RegExp.prototype's reaches none of ours; matches calls the original
+  // exec directly.
+  const RegExpExec = uncurry(RegExp.prototype.exec);
+  const regExpOwn = [];
+  for (const k of ['exec', Symbol.match, Symbol.matchAll, Symbol.replace, Symbol.search, Symbol.split]) {
+    regExpOwn[regExpOwn.length] = [k, RegExp.prototype[k]];
+  }
+  const regExpFlags = ['dotAll', 'flags', 'global', 'hasIndices', 'ignoreCase', 'multiline', 'source', 'sticky', 'unicode', 'unicodeSets'];
+  const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  function hardened(re) {
+    for (let i = 0; i < regExpOwn.length; i++) defineProperty(re, regExpOwn[i][0], { value: regExpOwn[i][1], configurable: true });
+    for (let i = 0; i < regExpFlags.length; i++) {
+      const d = getOwnPropertyDescriptor(RegExp.prototype, regExpFlags[i]);
+      if (d !== undefined && d.get !== undefined) defineProperty(re, regExpFlags[i], { value: apply(d.get, re, []), configurable: true });
+    }
+    return re;
+  }
+  function matches(re, s) { return RegExpExec(re, s) !== null; }
+  // splitOn splits s at every ch (one character), without String's split.
+  function splitOn(s, ch) {
+    const out = [];
+    let from = 0;
+    for (let i = 0; i < s.length; i++) {
+      if (s[i] === ch) { out[out.length] = StringSlice(s, from, i); from = i + 1; }
+    }
+    out[out.length] = StringSlice(s, from);
+    return out;
+  }
+  const ArrayIndexOf = uncurry(Array.prototype.indexOf), ArrayJoin = uncurry(Array.prototype.join);
+  const ArrayPush = uncurry(Array.prototype.push);
+  const ArraySlice = uncurry(Array.prototype.slice);
+  const MapGet = uncurry(Map.prototype.get), MapSet = uncurry(Map.prototype.set), MapHas = uncurry(Map.prototype.has);
+  const MapDelete = uncurry(Map.prototype.delete);
+  const WeakMapGet = uncurry(WeakMap.prototype.get), WeakMapSet = uncurry(WeakMap.prototype.set);
+  const WeakMapDelete = uncurry(WeakMap.prototype.delete);
+  const PromiseThen = uncurry(Promise.prototype.then);
+  const ObjectKeys = Object.keys, ObjectCreate = Object.create, getOwnPropertyNames = Object.getOwnPropertyNames;
+  const isPrototypeOf = uncurry(Object.prototype.isPrototypeOf);
+  const runMicrotasks = intrinsics.runMicrotasks, ownerNow = intrinsics.owner, setOwner = intrinsics.setOwner;
 
   // A quota refusal that escapes the run becomes the worker's own error
   // (resource_exhausted), so its text is kept here, where tenant code
@@ -96,7 +152,8 @@
   let resetExitCode = null;
   const cr = freeze({
     native,
-    filesOn: filesEnabled,
+    intrinsics,
+    get filesOn() { return filesEnabled; },
     unit: loadUnit,
     // The JSON of the isolate as it was before any tenant code ran: host
     // answers are parsed with it, never with a JSON.parse a tenant replaced.
@@ -105,7 +162,18 @@
     own,
     markQuota(e, text) { apply(wmSet, quotaErrors, [e, text]); },
     onRun(fn) { resetExitCode = fn; },
+    // The process object, once made: its listeners hear unhandled
+    // rejections.
+    setProcess(p) { processObject = p; },
+    nextTick,
+    // An error as node's internals make them: its code on it and in its
+    // stack's first line, the frames from above on left out.
+    codedError,
+    // How node's argument errors show a value they got ("type string
+    // ('x')", "an instance of Map", "function f", "null").
+    received: describe,
   });
+  let processObject = null;
   function loadUnit(name) {
     const have = apply(mapGet, units, [name]);
     if (have !== undefined) return have.exports;
@@ -153,7 +221,7 @@
   }
   function codedError(Ctor, code, message, above) {
     const e = new Ctor(message);
-    if (above !== undefined) ErrorCtor.captureStackTrace(e, above);
+    if (above !== undefined) captureStackTrace(e, above);
     defineProperty(e, 'code', { value: code, writable: true, configurable: true, enumerable: true });
     // As node does: the stack's first line names the code.
     try {
@@ -205,7 +273,7 @@
     return apply(u.formatWithOptions, undefined, [{}, ...args]);
   }
   let groupIndent = '';
-  const groupNewline = /\n/g;
+  const groupNewline = hardened(/\n/g);
   function emit(level, text) {
     if (groupIndent !== '') text = groupIndent + apply(strReplace, text, [groupNewline, '\n' + groupIndent]);
     native('log', level + '\u0000' + text);
@@ -228,14 +296,15 @@
     }
     const pad = (v) => (StringCtor(v).length < 2 ? '0' + v : StringCtor(v));
     if (hours !== 0 || minutes !== 0) {
-      const parts = seconds.toFixed(3).split('.');
+      const parts = splitOn(apply(numberToFixed, seconds, [3]), '.');
       const res = hours !== 0 ? hours + ':' + pad(minutes) : minutes;
       return res + ':' + pad(parts[0]) + '.' + parts[1] + ' (' + (hours !== 0 ? 'h:m' : '') + 'm:ss.mmm)';
     }
-    if (seconds !== 0) return seconds.toFixed(3) + 's';
-    return Number(ms.toFixed(3)) + 'ms';
+    if (seconds !== 0) return apply(numberToFixed, seconds, [3]) + 's';
+    return +apply(numberToFixed, ms, [3]) + 'ms';
   }
   function nowMs() { return +native('now', ''); }
+  const numberToFixed = Number.prototype.toFixed;
   // tableText renders console.table as node 20's cli_table does (cells
   // left-aligned, as since 20.17).
   function tableText(head, columns) {
@@ -321,8 +390,11 @@
       e.name = 'Trace';
       let stack = StringCtor(e.stack);
       // Drop the frame of trace itself.
-      const lines = stack.split('\n');
-      if (lines.length > 1) { lines.splice(1, 1); stack = lines.join('\n'); }
+      const lines = splitOn(stack, '\n');
+      if (lines.length > 1) {
+        stack = lines[0];
+        for (let i = 2; i < lines.length; i++) stack += '\n' + lines[i];
+      }
       emit('warn', stack);
     },
     assert(value, ...args) {
@@ -353,7 +425,7 @@
       if (args.length > 0) emit('log', formatArgs(args));
       groupIndent += '  ';
     },
-    groupEnd() { groupIndent = groupIndent.slice(0, groupIndent.length - 2); },
+    groupEnd() { groupIndent = StringSlice(groupIndent, 0, groupIndent.length - 2); },
     time(l) {
       const k = label(l);
       if (apply(mapGet, timersByLabel, [k]) !== undefined) { emit('error', "(node:1) Warning: Label '" + k + "' already exists for console.time()"); return; }
@@ -376,6 +448,10 @@
     timeStamp() {}, profile() {}, profileEnd() {},
   };
   consoleObject.groupCollapsed = consoleObject.group;
+  function resetConsoleState() {
+    apply(Map.prototype.clear, counts, []);
+    apply(Map.prototype.clear, timersByLabel, []);
+  }
   defineProperty(globalThis, 'console', { value: consoleObject, writable: true, configurable: true, enumerable: false });
   delete globalThis.WebAssembly;
 
@@ -388,7 +464,7 @@
     if (typeof v === 'function') return 'function ' + (v.name || '<anonymous>');
     if (typeof v === 'object') return 'an instance of ' + ((v.constructor && v.constructor.name) || 'Object');
     let shown = typeof v === 'string' ? "'" + v + "'" : StringCtor(v);
-    if (shown.length > 28) shown = shown.slice(0, 25) + '...';
+    if (shown.length > 28) shown = StringSlice(shown, 0, 25) + '...';
     return 'type ' + typeof v + ' (' + shown + ')';
   }
   function validateCallback(fn) {
@@ -468,7 +544,7 @@
   // uncaught reports an exception nothing caught (a timer callback, a
   // microtask): as in node, it fails the call whose work it was.
   function uncaught(e) {
-    native('uncaught', errorText(e));
+    fatalException(e, 'uncaughtException', errorText(e));
   }
   setGlobal('setTimeout', function setTimeout(fn, delay, ...args) { return arm(fn, delay, args, false, false); });
   setGlobal('setInterval', function setInterval(fn, delay, ...args) { return arm(fn, delay, args, true, false); });
@@ -503,7 +579,31 @@
   }
   fromUnit('internal/url', ['URL', 'URLSearchParams']);
   fromUnit('internal/encoding', ['TextEncoder', 'TextDecoder']);
-  lazy('structuredClone', () => loadUnit('internal/structuredclone'), 'internal/structuredclone');
+  // structuredClone is V8's own serializer, as node's is.
+  const structuredCloneFn = intrinsics.structuredClone;
+  function codeError(Ctor, code, message) {
+    const e = new Ctor(message);
+    defineProperty(e, 'code', { value: code, writable: true, configurable: true, enumerable: true });
+    return e;
+  }
+  setGlobal('structuredClone', function structuredClone(value, options) {
+    if (arguments.length === 0) throw codeError(TypeErrorCtor, 'ERR_MISSING_ARGS', 'The value argument must be specified');
+    let transfer;
+    if (options !== undefined && options !== null) {
+      if (typeof options !== 'object' && typeof options !== 'function') {
+        throw codeError(TypeErrorCtor, 'ERR_INVALID_ARG_TYPE', 'The options argument must be either an object or undefined');
+      }
+      const list = options.transfer;
+      if (list !== undefined && list !== null) {
+        if (typeof list !== 'object' || typeof list[Symbol.iterator] !== 'function') {
+          throw codeError(TypeErrorCtor, 'ERR_INVALID_ARG_TYPE', 'Optional transferList argument must be an iterable');
+        }
+        transfer = [];
+        for (const x of list) apply(arrayPush, transfer, [x]);
+      }
+    }
+    return structuredCloneFn(value, transfer);
+  });
   fromUnit('internal/webcrypto', ['crypto', 'Crypto', 'CryptoKey', 'SubtleCrypto']);
   fromUnit('internal/dom', ['DOMException', 'Event', 'EventTarget', 'CustomEvent', 'AbortController', 'AbortSignal']);
   fromUnit('internal/blob', ['Blob', 'File']);
@@ -559,10 +659,11 @@
     crypto: 'node/crypto', zlib: 'node/zlib', timers: 'node/timers', 'timers/promises': 'node/timers/promises',
     stream: 'node/stream', 'stream/promises': 'node/stream/promises', os: 'node/os', perf_hooks: 'node/perf_hooks',
     fs: 'node/fs', 'fs/promises': 'node/fs/promises', process: 'internal/process',
+    readline: 'node/readline', 'readline/promises': 'node/readline/promises',
   };
   const nodeOnly = ['async_hooks', 'child_process', 'cluster', 'console', 'constants', 'dgram', 'diagnostics_channel', 'dns',
-    'dns/promises', 'domain', 'http', 'http2', 'https', 'inspector', 'inspector/promises', 'module', 'net', 'readline',
-    'readline/promises', 'repl', 'sea', 'sqlite', 'sys', 'test', 'test/reporters', 'tls', 'trace_events', 'tty', 'v8', 'vm',
+    'dns/promises', 'domain', 'http', 'http2', 'https', 'inspector', 'inspector/promises', 'module', 'net',
+    'repl', 'sea', 'sqlite', 'sys', 'test', 'test/reporters', 'tls', 'trace_events', 'tty', 'v8', 'vm',
     'wasi', 'worker_threads', 'path/win32', 'stream/web', 'stream/consumers'];
   // The built-in npm packages, as the binary embeds them (jsenv.Packages).
   const packageNames = packageList === '' ? [] : packageList.split(',');
@@ -570,7 +671,7 @@
   function notFound(spec) {
     const e = new ErrorCtor("Cannot find module '" + spec + "': code-runner has no network and no npm install; built-in packages: " + apply(arrayJoin, packageNames, [', ']));
     defineProperty(e, 'code', { value: 'MODULE_NOT_FOUND', writable: true, configurable: true, enumerable: true });
-    ErrorCtor.captureStackTrace(e, requireFn);
+    captureStackTrace(e, requireFn);
     return e;
   }
   function requireFn(spec) {
@@ -579,41 +680,49 @@
     }
     if (spec === '') throw codedError(TypeErrorCtor, 'ERR_INVALID_ARG_VALUE', "The argument 'id' must be a non-empty string. Received ''");
     let name = spec;
-    const prefixed = apply(strIndexOf, spec, ['node:']) === 0;
-    if (prefixed) name = spec.slice(5);
+    const prefixed = StringStartsWith(spec, 'node:');
+    if (prefixed) name = StringSlice(spec, 5);
     if (apply(hasOwn, builtinUnits, [name])) return loadUnit(builtinUnits[name]);
     if (prefixed || apply(arrayIndexOf, nodeOnly, [name]) >= 0) {
       throw codedError(ErrorCtor, 'ERR_CODE_RUNNER_UNAVAILABLE', 'node:' + name + ' is not available in code-runner (no network, no processes, no host files)', requireFn);
     }
     if (name[0] === '.' || name[0] === '/') return requireFile(name);
-    const parts = name.split('/');
+    const parts = splitOn(name, '/');
     const top = name[0] === '@' ? parts[0] + '/' + parts[1] : parts[0];
     if (apply(arrayIndexOf, packageNames, [top]) < 0) throw notFound(spec);
     if (name === top) return loadUnit('pkg/' + name);
     if (native('hasUnit', 'pkg/' + name) === '1') return loadUnit('pkg/' + name);
     // lodash/map, date-fns/addDays: one function of the package.
-    const sub = name.slice(top.length + 1).replace(/\.js$/, '');
-    if ((top === 'lodash' || top === 'date-fns') && /^[A-Za-z0-9_]+$/.test(sub)) {
+    let sub = StringSlice(name, top.length + 1);
+    if (StringEndsWith(sub, '.js')) sub = StringSlice(sub, 0, sub.length - 3);
+    if ((top === 'lodash' || top === 'date-fns') && matches(identifierChars, sub)) {
       const main = loadUnit('pkg/' + top);
       if (apply(hasOwn, main, [sub])) return top === 'date-fns' ? { [sub]: main[sub], default: main[sub] } : main[sub];
     }
     throw notFound(spec);
   }
   const arrayIndexOf = Array.prototype.indexOf;
+  const identifierChars = hardened(/^[A-Za-z0-9_]+$/);
   // requireFile loads a module the runtime wrote with iii.files: one
   // level of plain names (./x.js, /scratch/x.js, x.js after ./).
-  function requireFile(spec) {
+  // fileName resolves a module specifier to the name of a file the runtime
+  // wrote (one level of plain names: ./x.js, /scratch/x.js, x.js after ./),
+  // trying node's extensions; undefined when there is none.
+  function fileName(spec) {
     let name = spec;
-    if (apply(strIndexOf, name, ['./']) === 0) name = name.slice(2);
-    else if (apply(strIndexOf, name, ['/scratch/']) === 0) name = name.slice(9);
-    else throw notFound(spec);
-    if (name === '' || apply(strIndexOf, name, ['/']) >= 0 || !filesEnabled) throw notFound(spec);
+    if (StringStartsWith(name, './')) name = StringSlice(name, 2);
+    else if (StringStartsWith(name, '/scratch/')) name = StringSlice(name, 9);
+    else if (StringStartsWith(name, 'file:///scratch/')) name = StringSlice(name, 16);
+    else return undefined;
+    if (name === '' || StringIndexOf(name, '/') >= 0 || !filesEnabled) return undefined;
     const listed = host('files.list', '');
     const have = (n) => { for (let i = 0; i < listed.length; i++) if (listed[i].name === n) return true; return false; };
-    let file;
-    for (const cand of [name, name + '.js', name + '.json', name + '.cjs', name + '.mjs']) {
-      if (have(cand)) { file = cand; break; }
-    }
+    const cands = [name, name + '.js', name + '.json', name + '.cjs', name + '.mjs'];
+    for (let i = 0; i < cands.length; i++) if (have(cands[i])) return cands[i];
+    return undefined;
+  }
+  function requireFile(spec) {
+    const file = fileName(spec);
     if (file === undefined) throw notFound(spec);
     const cached = apply(mapGet, fileModules, [file]);
     if (cached !== undefined) return cached.exports;
@@ -621,10 +730,10 @@
     const module = { id: '/scratch/' + file, filename: '/scratch/' + file, exports: {}, loaded: false, children: [], paths: [] };
     apply(mapSet, fileModules, [file, module]);
     try {
-      if (/\.json$/.test(file)) {
+      if (StringEndsWith(file, '.json')) {
         module.exports = parse(text);
       } else {
-        const fn = compileModule(text, '/scratch/' + file, /\.mjs$/.test(file));
+        const fn = compileModule(text, '/scratch/' + file, StringEndsWith(file, '.mjs'));
         apply(fn, module.exports, [module.exports, requireFn, module, '/scratch/' + file, '/scratch']);
       }
     } catch (e) {
@@ -645,7 +754,7 @@
   }
   function compileModule(text, filename, esm) {
     let src = text;
-    if (esm || /\bimport\s*\(/.test(src)) src = transformCode(src, filename);
+    if (esm) src = transformCode(src, filename);
     let fn = compileWrapped(filename, src);
     if (typeof fn !== 'function' && src === text) {
       // Not plain JavaScript: module syntax or TypeScript, or a plain
@@ -654,7 +763,7 @@
       try {
         src = transformCode(text, filename);
       } catch (e) {
-        if (!moduleSyntax.test(text)) throw new SyntaxErrorCtor(v8Error);
+        if (!matches(moduleSyntax, text)) throw new SyntaxErrorCtor(v8Error);
         throw e;
       }
       fn = compileWrapped(filename, src);
@@ -665,42 +774,18 @@
   // moduleSyntax decides whose syntax error a tenant sees when the
   // transform fails too: the transformer's for code that uses import/export
   // or TypeScript, V8's own otherwise.
-  const moduleSyntax = /^\s*(import|export)\b|^\s*(interface|enum|declare|namespace|abstract\s+class)\s|^\s*type\s+[A-Za-z_$][\w$]*\s*(<[^>]*>)?\s*=|\)\s*:\s*[A-Za-z_${[(]|\b(let|const|var)\s+[A-Za-z_$][\w$]*\s*:\s*[A-Za-z_${[(]|\bas\s+(const|any|unknown|string|number|boolean)\b|\bsatisfies\b/m;
-  const transformOptions = freeze({ transforms: freeze(['typescript', 'imports']) });
+  const moduleSyntax = hardened(MODULE_SYNTAX);
   // transformCode turns module syntax into require calls and removes
-  // TypeScript (sucrase, which keeps every line where it was).
-  function transformCode(code, filename) {
-    const transform = loadUnit('internal/sucrase');
-    try {
-      return withImportMeta(transform, code, filename);
-    } catch (e) {
-      // sucrase's message ends with the tenant's (line:column).
-      let msg = e && typeof e.message === 'string' ? e.message : StringCtor(e);
-      msg = apply(strReplace, msg, [/^Error transforming [^:]*: /, '']);
-      throw new SyntaxErrorCtor(msg + ' in ' + filename);
+  // TypeScript (sucrase, which keeps every line where it was, run by the
+  // host in an isolate of its own whose intrinsics no tenant can touch),
+  // giving import.meta node's shape. mode 'esm' only removes TypeScript
+  // (an ES module file V8 compiles as a module).
+  function transformCode(code, filename, mode) {
+    const r = native('transform', code, filename, mode === undefined ? 'cjs' : mode);
+    if (typeof r === 'string' && r.length > 0 && apply(charCodeAt, r, [0]) === 0) {
+      throw new SyntaxErrorCtor(StringSlice(r, 1) + ' in ' + filename);
     }
-  }
-  // withImportMeta transforms code, giving it the import.meta node gives
-  // an ES module (url, filename, dirname): sucrase leaves the expression
-  // as it is, and V8 refuses it outside a module. Each import.meta (found
-  // by sucrase's tokenizer, never inside a string or a comment) becomes a
-  // call of a function declared after the code — hoisted, so every line
-  // stays where it was — that makes the object on first use.
-  // The object has node's shape: a null prototype, dirname, filename,
-  // resolve (a relative or absolute path to its file: URL, a node: name
-  // as it is, a bare name to node:<name>) and url. The names __crIM and
-  // __crIMv are the code's own from then on.
-  function withImportMeta(transform, code, filename) {
-    const uses = apply(strIndexOf, code, ['import']) >= 0 && apply(strIndexOf, code, ['meta']) >= 0;
-    const src = uses ? transform.replaceImportMeta(code, '__crIM') : code;
-    const out = transform(src, { filePath: filename, transforms: transformOptions.transforms, disableESTransforms: true, production: true }).code;
-    if (src === code) return out;
-    const path = filename === '<code>' ? '/scratch/<code>' : filename;
-    return out + '\n;var __crIMv; function __crIM() { if (__crIMv) return __crIMv; ' +
-      'const url = ' + stringify('file://' + encodeURIFn(path)) + '; __crIMv = Object.create(null); ' +
-      '__crIMv.dirname = "/scratch"; __crIMv.filename = ' + stringify(path) + '; ' +
-      '__crIMv.resolve = function resolve(s) { s = String(s); if (/^(\\.{0,2}\\/)/.test(s)) return "file://" + encodeURI(s[0] === "/" ? s : "/scratch/" + s.replace(/^\\.\\//, "")); return s.startsWith("node:") ? s : "node:" + s; }; ' +
-      '__crIMv.url = url; return __crIMv; }';
+    return r;
   }
   requireFn.resolve = function resolve(spec) {
     requireFn(spec);
@@ -719,9 +804,25 @@
   function finish(task, status, text) {
     append(done, freeze({ task, status, text }));
   }
-  function track(task, p) {
+  // A run's result over its cap (limit, in bytes of JSON) is answered as
+  // its size and shape ('omitted': "<bytes> string|array <n>"), for the
+  // host to answer the cap's marker: a string is measured without being
+  // encoded, an array's text never leaves the isolate.
+  function resultOf(task, v, limit) {
+    if (limit > 0 && typeof v === 'string') {
+      const m = intrinsics.jsonStringLength(v);
+      if (m[0] > limit) return finish(task, 'omitted', m[0] + ' string ' + m[1]);
+    }
+    const s = serialize(v);
+    if (limit > 0 && s.length > limit / 4 && isArray(v)) {
+      const bytes = intrinsics.utf8Length(s);
+      if (bytes > limit) return finish(task, 'omitted', bytes + ' array ' + v.length);
+    }
+    finish(task, 'ok', s);
+  }
+  function track(task, p, limit) {
     apply(then, PromiseCtor.resolve(p), [
-      (v) => finish(task, 'ok', serialize(v)),
+      (v) => resultOf(task, v, typeof limit === 'number' ? limit : 0),
       (e) => {
         let quota;
         try { quota = apply(wmGet, quotaErrors, [e]); } catch (_) {}
@@ -842,26 +943,13 @@
   }
 
   // --- iii.files ---
-  // toBytes turns a one-byte string (each char one byte) into bytes,
-  // skipping the first `from` chars.
-  function toBytes(s, from) {
-    const u = new U8(s.length - from);
-    for (let i = from; i < s.length; i++) u[i - from] = apply(charCodeAt, s, [i]);
-    return u;
-  }
-  function toBinaryString(u) {
-    let out = '';
-    for (let i = 0; i < u.length; i += 8192) out += apply(fromCharCode, null, u.subarray(i, i + 8192));
-    return out;
-  }
-  const files = filesEnabled ? freeze({
+  // Bytes cross to and from the host as Uint8Arrays (the binding copies
+  // them once each way); a refusal is JSON like every other answer.
+  const files = freeze({
     list() { return host('files.list', ''); },
     read(name) {
-      // The bytes come back as a one-byte string behind a leading \u0001
-      // (a refusal is JSON like every other answer): no JSON escaping, so
-      // a file costs about its size to read.
       const r = native('files.read', stringify({ name: name === undefined ? null : name, t: typeof name }));
-      if (r.length > 0 && apply(charCodeAt, r, [0]) === 1) return toBytes(r, 1);
+      if (r instanceof U8) return r;
       return answer(r);
     },
     readText(name) { return host('files.readText', stringify({ name: name === undefined ? null : name, t: typeof name })); },
@@ -869,34 +957,358 @@
     write(name, contents) {
       let data, binary = false;
       if (typeof contents === 'string') data = contents;
-      else if (contents instanceof U8) { data = toBinaryString(contents); binary = true; }
+      else if (contents instanceof U8) { data = contents; binary = true; }
       else data = null;
       // The contents travel as a third argument, not inside the JSON head.
       answer(native('files.write', stringify({ name: name === undefined ? null : name, t: typeof name, has: data !== null, binary }), data === null ? '' : data));
     },
-  }) : undefined;
+  });
 
-  const iii = {};
-  if (files) iii.files = files;
-  defineProperty(iii, 'namespace', { get: () => namespace, enumerable: true });
-  iii.registerFunction = registerFunction;
-  iii.registerTrigger = registerTrigger;
-  iii.registerTriggerType = registerTriggerType;
-  iii.shutdown = shutdown;
-  iii.trigger = trigger;
-  iii.unregisterTriggerType = unregisterTriggerType;
+  // iii is made by configure (iii.files only where the runtime has a
+  // scratch directory), then frozen.
   const hintFn = function toString() { return hint; };
-  defineProperty(iii, 'toString', { value: hintFn, enumerable: false });
-  defineProperty(iii, Symbol.for('nodejs.util.inspect.custom'), { value: hintFn, enumerable: false });
-  defineProperty(iii, Symbol.toStringTag, { value: hint, enumerable: false });
-  freeze(iii);
-  defineProperty(globalThis, 'iii', { value: iii, writable: false, configurable: false, enumerable: false });
+  function makeIII() {
+    const iii = {};
+    if (filesEnabled) iii.files = files;
+    defineProperty(iii, 'namespace', { get: () => namespace, enumerable: true });
+    iii.registerFunction = registerFunction;
+    iii.registerTrigger = registerTrigger;
+    iii.registerTriggerType = registerTriggerType;
+    iii.shutdown = shutdown;
+    iii.trigger = trigger;
+    iii.unregisterTriggerType = unregisterTriggerType;
+    defineProperty(iii, 'toString', { value: hintFn, enumerable: false });
+    defineProperty(iii, Symbol.for('nodejs.util.inspect.custom'), { value: hintFn, enumerable: false });
+    defineProperty(iii, Symbol.toStringTag, { value: hint, enumerable: false });
+    return freeze(iii);
+  }
+
+  // --- node's job order (contract §25.9): ticks, then microtasks, repeated ---
+  // A tick runs as the call that queued it (its owner), as node's async
+  // context follows process.nextTick.
+  let ticks = [];
+  let tickHead = 0;
+  function nextTick(fn, ...args) {
+    validateCallback(fn);
+    apply(arrayPush, ticks, [{ fn, args, owner: ownerNow() }]);
+  }
+  function hasTicks() { return tickHead < ticks.length; }
+  function runTicks() {
+    while (tickHead < ticks.length) {
+      // A tick that queues a tick forever runs in constant memory, as in
+      // node: the run part of the queue goes once it is most of it.
+      if (tickHead >= 1024 && tickHead * 2 >= ticks.length) {
+        ticks = ArraySlice(ticks, tickHead);
+        tickHead = 0;
+      }
+      const t = ticks[tickHead];
+      ticks[tickHead++] = undefined;
+      setOwner(t.owner);
+      try {
+        apply(t.fn, undefined, t.args);
+      } catch (e) {
+        uncaught(e);
+      }
+    }
+    ticks = [];
+    tickHead = 0;
+  }
+
+  // --- unhandled rejections (contract §25.8: node 20's default mode) ---
+  // V8 reports each rejection with no handler and each handler added after;
+  // what is still unhandled once the ticks and microtasks after the
+  // macrotask have run is an uncaught error of the call that rejected it.
+  const maybeUnhandled = new WeakMapCtor();
+  let pendingUnhandled = [];
+  let asyncHandled = [];
+  function onReject(event, promise, reason, owner) {
+    if (event === 0) {
+      apply(wmSet, maybeUnhandled, [promise, { reason, owner, warned: false }]);
+      apply(arrayPush, pendingUnhandled, [promise]);
+    } else if (event === 1) {
+      const info = apply(wmGet, maybeUnhandled, [promise]);
+      if (info !== undefined) {
+        WeakMapDelete(maybeUnhandled, promise);
+        if (info.warned) apply(arrayPush, asyncHandled, [{ promise, owner: info.owner }]);
+      }
+    }
+  }
+  function emitProcess(event, a, b) {
+    const p = processObject;
+    if (p === null) return false;
+    try {
+      return p.emit(event, a, b) === true;
+    } catch (e) {
+      uncaught(e);
+      return true;
+    }
+  }
+  // UnhandledPromiseRejection is node's error for a rejection with a value
+  // that is not an error; its stack is node 20's (the frames of node's own
+  // code that made it there).
+  const unhandledText = 'This error originated either by throwing inside of an async function without a catch block, ' +
+    'or by rejecting a promise which was not handled with .catch(). The promise rejected with the reason ';
+  function unhandledRejectionError(reason) {
+    let shown;
+    try { shown = intrinsics.detailString(reason); } catch (_) { shown = 'unknown'; }
+    const e = new ErrorCtor(unhandledText + '"' + shown + '".');
+    defineProperty(e, 'name', { value: 'UnhandledPromiseRejection', writable: true, configurable: true, enumerable: false });
+    defineProperty(e, 'code', { value: 'ERR_UNHANDLED_REJECTION', writable: true, configurable: true, enumerable: true });
+    defineProperty(e, 'stack', { value: 'UnhandledPromiseRejection: ' + e.message +
+      '\n    at throwUnhandledRejectionsMode (node:internal/process/promises:389:7)' +
+      '\n    at processPromiseRejections (node:internal/process/promises:470:17)' +
+      '\n    at process.processTicksAndRejections (node:internal/process/task_queues:96:32)',
+    writable: true, configurable: true, enumerable: false });
+    return e;
+  }
+  // isErrorLike is node's test (internal/process/promises): an object with
+  // a stack of its own. Reading it may throw (a revoked Proxy): node's
+  // throws there too, and the throw is the uncaught error.
+  function isErrorLike(v) {
+    return v !== null && typeof v === 'object' && apply(hasOwn, v, ['stack']);
+  }
+  // uncaughtText is what node prints for an uncaught error: an error with
+  // its own properties as util.inspect shows them, anything else as
+  // errorText does.
+  function uncaughtText(e) {
+    try {
+      if (isErrorLike(e)) return inspector().inspect(e);
+    } catch (_) {}
+    return errorText(e);
+  }
+  // fatalException is node's triggerUncaughtException: process's
+  // 'uncaughtException' listeners get the error and its origin
+  // ('uncaughtException' or 'unhandledRejection') when there are any, and
+  // it fails the call of the code that threw otherwise — or when a
+  // listener throws, with what the listener threw.
+  function fatalException(e, origin, text) {
+    const p = processObject;
+    let listening = 0;
+    if (p !== null) {
+      try { listening = p.listenerCount('uncaughtException'); } catch (_) {}
+    }
+    if (listening > 0) {
+      try {
+        p.emit('uncaughtExceptionMonitor', e, origin);
+        p.emit('uncaughtException', e, origin);
+        return;
+      } catch (thrown) {
+        native('uncaught', errorText(thrown));
+        return;
+      }
+    }
+    native('uncaught', text === undefined ? uncaughtText(e) : text);
+  }
+  // The queues are taken whole and walked by index (shifting each entry off
+  // would cost the square of their length); what a listener queues meanwhile
+  // waits for the next pass, as in node.
+  function processPromiseRejections() {
+    let scheduled = asyncHandled.length > 0;
+    while (asyncHandled.length > 0) {
+      const handled = asyncHandled;
+      asyncHandled = [];
+      for (let i = 0; i < handled.length; i++) {
+        setOwner(handled[i].owner);
+        emitProcess('rejectionHandled', handled[i].promise);
+      }
+    }
+    const batch = pendingUnhandled;
+    pendingUnhandled = [];
+    for (let i = 0; i < batch.length; i++) {
+      const promise = batch[i];
+      const info = apply(wmGet, maybeUnhandled, [promise]);
+      if (info === undefined) continue;
+      info.warned = true;
+      setOwner(info.owner);
+      if (!emitProcess('unhandledRejection', info.reason, promise)) {
+        const reason = info.reason;
+        let err;
+        try {
+          err = isErrorLike(reason) ? reason : unhandledRejectionError(reason);
+        } catch (thrown) {
+          err = thrown;
+        }
+        fatalException(err, 'unhandledRejection');
+      }
+      scheduled = true;
+    }
+    return scheduled || pendingUnhandled.length !== 0;
+  }
+  // drain runs after every macrotask (the run's code, a timer, a reply):
+  // node's InternalCallbackScope::Close and processTicksAndRejections.
+  function drain() {
+    const owner = ownerNow();
+    if (!hasTicks() && pendingUnhandled.length === 0 && asyncHandled.length === 0) runMicrotasks();
+    if (hasTicks() || pendingUnhandled.length !== 0 || asyncHandled.length !== 0) {
+      do {
+        runTicks();
+        runMicrotasks();
+      } while (hasTicks() || processPromiseRejections());
+    }
+    setOwner(owner);
+  }
+
+  // --- ES modules (contract §25.10): import() anywhere, module files ---
+  // Every module gets an id from the binding; built-ins and packages are
+  // synthetic modules over what require gives (default: its exports, and
+  // each of their own names), files ending .mjs or holding import/export
+  // declarations are ES modules V8 compiles (TypeScript removed first),
+  // other files CommonJS as require loads them.
+  const moduleIds = new MapCtor(); // resolved key → module id
+  const modulePaths = new MapCtor(); // module id → /scratch path of a file module
+  const esmSyntax = hardened(/(^|[\n;])\s*(import\s*[\w*{'"]|export\s|export\{)|\bimport\.meta\b|(^|[\n;])\s*await\s/);
+  const identifierName = hardened(/^[A-Za-z_$][\w$]*$/);
+  const relativePath = hardened(/^(\.{0,2}\/)/), dotSlash = hardened(/^\.\//);
+  // syntheticModule makes a module of what require gave: its own names
+  // (names, when given, is the list node's import gives a package, taken
+  // when the environment was built) and default.
+  function syntheticModule(key, exports, names) {
+    const values = ObjectCreate(null);
+    const object = exports !== null && (typeof exports === 'object' || typeof exports === 'function');
+    let hasDefault = true;
+    if (names !== undefined) {
+      hasDefault = false;
+      for (let i = 0; i < names.length; i++) {
+        const k = names[i];
+        if (k === 'default') hasDefault = true;
+        else if (object) values[k] = exports[k];
+      }
+    } else if (object) {
+      const own = ObjectKeys(exports);
+      for (let i = 0; i < own.length; i++) {
+        const k = own[i];
+        if (k !== 'default' && matches(identifierName, k)) values[k] = exports[k];
+      }
+    }
+    // An ES module's default export; CommonJS's module.exports.
+    if (hasDefault) values.default = names !== undefined && object && exports.__esModule === true && 'default' in exports ? exports.default : exports;
+    return intrinsics.moduleSynthetic(key, values);
+  }
+  // esmNames is the list of names node's import gives a built-in package
+  // (undefined for anything else).
+  function esmNames(spec) {
+    const text = native('esmNames', spec);
+    return text === '' ? undefined : parse(text);
+  }
+  function importMetaOf(path) {
+    const url = 'file://' + encodeURIFn(path);
+    const meta = ObjectCreate(null);
+    meta.dirname = '/scratch';
+    meta.filename = path;
+    meta.resolve = function resolve(s) {
+      s = StringCtor(s);
+      if (matches(relativePath, s)) return 'file://' + encodeURIFn(s[0] === '/' ? s : '/scratch/' + StringReplace(s, dotSlash, ''));
+      return StringStartsWith(s, 'node:') ? s : 'node:' + s;
+    };
+    meta.url = url;
+    return meta;
+  }
+  // moduleFor resolves specifier to a module id: compiled (a file) or
+  // made (a built-in, a package, JSON), instantiated later.
+  function moduleFor(specifier) {
+    const spec = StringCtor(specifier);
+    const file = (StringStartsWith(spec, '.') || StringStartsWith(spec, '/') || StringStartsWith(spec, 'file:')) ? fileName(spec) : null;
+    if (file === undefined) {
+      // As node's ES module loader says it.
+      const path = StringStartsWith(spec, 'file://') ? StringSlice(spec, 7) : StringStartsWith(spec, '/') ? spec : '/scratch/' + StringReplace(spec, dotSlash, '');
+      throw codedError(ErrorCtor, 'ERR_MODULE_NOT_FOUND', "Cannot find module '" + path + "' imported from /scratch/<code>");
+    }
+    const key = file === null ? spec : '/scratch/' + file;
+    const have = apply(mapGet, moduleIds, [key]);
+    if (have !== undefined) {
+      // A module whose evaluation was stopped (its call terminated) is
+      // loaded anew, as a fresh process would.
+      const st = intrinsics.moduleStatus(have);
+      if (st[0] !== 5 || st[1] !== null) return have;
+      apply(mapDelete, moduleIds, [key]);
+    }
+    let id;
+    if (file === null) {
+      id = syntheticModule(key, requireFn(spec), esmNames(StringStartsWith(spec, 'node:') ? StringSlice(spec, 5) : spec));
+    } else if (StringEndsWith(file, '.json')) {
+      id = syntheticModule(key, parse(host('files.readText', stringify({ name: file, t: 'string' }))));
+    } else {
+      const text = host('files.readText', stringify({ name: file, t: 'string' }));
+      const esm = StringEndsWith(file, '.mjs') || (!StringEndsWith(file, '.cjs') && matches(esmSyntax, text));
+      if (esm) {
+        const url = 'file://' + encodeURIFn(key);
+        try {
+          id = intrinsics.moduleCompile(text, url);
+        } catch (e) {
+          // TypeScript in an ES module file: its types removed, the module
+          // kept as it is.
+          if (!(e instanceof SyntaxErrorCtor) || !matches(moduleSyntax, text)) throw e;
+          id = intrinsics.moduleCompile(transformCode(text, key, 'esm'), url);
+        }
+        apply(mapSet, modulePaths, [id, key]);
+      } else {
+        id = syntheticModule(key, requireFile('/scratch/' + file));
+      }
+    }
+    apply(mapSet, moduleIds, [key, id]);
+    return id;
+  }
+  function resolveStatic(specifier) { return moduleFor(specifier); }
+  // importModule loads a module and its imports, evaluates it (its
+  // top-level await included) and answers its namespace.
+  function importModule(specifier) {
+    const id = moduleFor(specifier);
+    intrinsics.moduleInstantiate(id, resolveStatic);
+    const done = intrinsics.moduleEvaluate(id);
+    return apply(then, PromiseCtor.resolve(done), [() => intrinsics.moduleNamespace(id)]);
+  }
+  // import() loads its module on a job of its own, as node's loader does
+  // (later, never inside the expression): code running while a module
+  // graph links or evaluates — a CommonJS file the resolver loads, a
+  // module's own top level — never re-enters that graph.
+  function onImport(specifier, referrer) {
+    return apply(then, PromiseCtor.resolve(), [() => importModule(specifier)]);
+  }
+  function onImportMeta(id, meta) {
+    const path = apply(mapGet, modulePaths, [id]);
+    const m = importMetaOf(path === undefined ? '/scratch/<code>' : path);
+    const keys = ObjectKeys(m);
+    for (let i = 0; i < keys.length; i++) meta[keys[i]] = m[keys[i]];
+  }
+  function cloneError(message) {
+    const D = globalThis.DOMException;
+    if (typeof D === 'function') return new D(message, 'DataCloneError');
+    return new ErrorCtor(message);
+  }
 
   // --- the host API (held by Go only) ---
   return freeze({
+    // configure finishes what differs between isolates made from one
+    // snapshot, before any tenant code: iii.files where the runtime has a
+    // scratch directory; then iii is frozen.
+    configure(filesOn) {
+      // V8 adds WebAssembly to every context made from a snapshot.
+      delete globalThis.WebAssembly;
+      filesEnabled = filesOn === true;
+      defineProperty(globalThis, 'iii', { value: makeIII(), writable: false, configurable: false, enumerable: false });
+    },
+    // resetConsole forgets the console's counters, timers and groups (the
+    // snapshot's maker used the console to warm it).
+    resetConsole() {
+      groupIndent = '';
+      resetConsoleState();
+    },
     bind(ns) {
       namespace = ns;
     },
+    // warm loads what the startup snapshot holds made: each name is a
+    // global to read or a module to require.
+    warm(names) {
+      for (let i = 0; i < names.length; i++) {
+        const n = names[i];
+        if (StringStartsWith(n, 'require:')) requireFn(StringSlice(n, 8));
+        else if (StringStartsWith(n, 'unit:')) loadUnit(StringSlice(n, 5));
+        else void globalThis[n];
+      }
+    },
+    // hooks are the functions the binding calls on V8's behalf.
+    hooks: freeze({ onReject, onImport, onImportMeta, cloneError }),
+    drain,
     track,
     // main runs a run's code, compiled as an async arrow taking CommonJS's
     // (exports, require, module, __filename, __dirname), as node's main module.
@@ -910,18 +1322,6 @@
       return module;
     },
     require: requireFn,
-    // transform answers the transformed code, or "\u0000" and the
-    // transformer's error (nothing after it: give V8's own error).
-    transform(code, filename) {
-      try {
-        return transformCode(code, filename);
-      } catch (e) {
-        if (!moduleSyntax.test(code)) return '\u0000';
-        let text;
-        try { text = 'SyntaxError: ' + StringCtor(e.message); } catch (_) { text = 'SyntaxError'; }
-        return '\u0000' + text;
-      }
-    },
     fireTimer(id) {
       const t = apply(mapGet, timerFns, [id]);
       if (t === undefined) return;
