@@ -1,6 +1,7 @@
 package capsfilter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,13 +77,22 @@ func CheckTriggerTarget(functionID string) error {
 	return nil
 }
 
+// ReservedScopePrefix begins the state scopes that hold code-runner's own
+// records (contract §12.1, §26.3): no guest reads, writes or watches them.
+const ReservedScopePrefix = "code-runner::"
+
 // CheckGuestTrigger applies every check of docs/behaviour.md#bridge-checks to a guest
-// iii.trigger call: the function check on functionID and, for a call of
+// iii.trigger call: the function check on functionID; for a state::*
+// call, the reserved-scope check on the payload's scope; for a call of
 // engine::register_trigger, the target check on the payload's function_id
-// (a payload without a string function_id is refused).
+// (a payload without a string function_id is refused) and the binding
+// check on its trigger_type and config.
 func CheckGuestTrigger(functionID string, payload json.RawMessage) error {
 	if err := CheckFunction(functionID); err != nil {
 		return err
+	}
+	if strings.HasPrefix(functionID, "state::") {
+		return checkScopes(topLevel(payload, "scope"))
 	}
 	if functionID != "engine::register_trigger" {
 		return nil
@@ -93,5 +103,69 @@ func CheckGuestTrigger(functionID string, payload json.RawMessage) error {
 	if err := json.Unmarshal(payload, &p); err != nil || p.FunctionID == nil {
 		return &Refusal{msg: "invalid trigger registration: `function_id` must name a target"}
 	}
-	return CheckTriggerTarget(*p.FunctionID)
+	if err := CheckTriggerTarget(*p.FunctionID); err != nil {
+		return err
+	}
+	for _, typ := range topLevel(payload, "trigger_type") {
+		for _, config := range topLevel(payload, "config") {
+			if err := CheckTriggerBinding(jsonString(typ), config); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CheckTriggerBinding refuses a binding of trigger type state whose
+// config.scope is one of code-runner's reserved scopes (contract §12.1),
+// for iii.registerTrigger and engine::register_trigger payloads alike.
+func CheckTriggerBinding(triggerType string, config json.RawMessage) error {
+	if triggerType != "state" {
+		return nil
+	}
+	return checkScopes(topLevel(config, "scope"))
+}
+
+func checkScopes(scopes []json.RawMessage) error {
+	for _, raw := range scopes {
+		if scope := jsonString(raw); strings.HasPrefix(scope, ReservedScopePrefix) {
+			return &Refusal{msg: fmt.Sprintf("scope `%s` is reserved for code-runner's own records and is not available through code-runner", scope)}
+		}
+	}
+	return nil
+}
+
+// topLevel answers every value of key at the top level of an object —
+// each one, should the object repeat the key (a decoder downstream might
+// take any of them).
+func topLevel(obj json.RawMessage, key string) []json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return out
+		}
+		if name == key {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// jsonString is raw's string, or "" when it is not one.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }

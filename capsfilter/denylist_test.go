@@ -75,6 +75,10 @@ func TestCheckTriggerTarget(t *testing.T) {
 	}
 }
 
+func reservedText(scope string) string {
+	return "scope `" + scope + "` is reserved for code-runner's own records and is not available through code-runner"
+}
+
 func TestCheckGuestTrigger(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -91,6 +95,21 @@ func TestCheckGuestTrigger(t *testing.T) {
 		{"register_trigger with non-string target", "engine::register_trigger", `{"function_id":7}`, "invalid trigger registration: `function_id` must name a target"},
 		{"register_trigger with null payload", "engine::register_trigger", `null`, "invalid trigger registration: `function_id` must name a target"},
 		{"unregister_trigger is callable directly", "engine::unregister_trigger", `{"id":"x"}`, ""},
+		// code-runner's own state scopes (contract §12.1, §26.3).
+		{"state::get of the records", "state::get", `{"scope":"code-runner::registrations","key":"a::b"}`, reservedText("code-runner::registrations")},
+		{"state::set of the records", "state::set", `{"scope":"code-runner::registrations","key":"a::b","value":{}}`, reservedText("code-runner::registrations")},
+		{"state::list of another reserved scope", "state::list", `{"scope":"code-runner::x"}`, reservedText("code-runner::x")},
+		{"state::delete", "state::delete", `{"key":"k","scope":"code-runner::registrations"}`, reservedText("code-runner::registrations")},
+		{"state::update", "state::update", `{"scope":"code-runner::registrations","key":"k","ops":[]}`, reservedText("code-runner::registrations")},
+		{"any other state function", "state::whatever", `{"scope":"code-runner::registrations"}`, reservedText("code-runner::registrations")},
+		{"an escaped scope", "state::get", `{"scope":"code\u002drunner::registrations","key":"k"}`, reservedText("code-runner::registrations")},
+		{"a repeated scope key", "state::get", `{"scope":"mine","scope":"code-runner::registrations","key":"k"}`, reservedText("code-runner::registrations")},
+		{"another scope", "state::get", `{"scope":"my-app","key":"k"}`, ""},
+		{"a scope that only contains the prefix", "state::get", `{"scope":"x-code-runner::registrations","key":"k"}`, ""},
+		{"a nested scope is not the scope", "state::get", `{"scope":"mine","value":{"scope":"code-runner::registrations"}}`, ""},
+		{"a state binding on the records", "engine::register_trigger", `{"trigger_type":"state","function_id":"my-app::w","config":{"scope":"code-runner::registrations"}}`, reservedText("code-runner::registrations")},
+		{"a state binding on another scope", "engine::register_trigger", `{"trigger_type":"state","function_id":"my-app::w","config":{"scope":"my-app"}}`, ""},
+		{"another trigger type with such a scope", "engine::register_trigger", `{"trigger_type":"cron","function_id":"my-app::w","config":{"scope":"code-runner::registrations"}}`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

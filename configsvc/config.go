@@ -42,6 +42,7 @@ type Config struct {
 	WarmPoolNode     int64    `json:"warm_pool_node"`
 	WarmPoolPython   int64    `json:"warm_pool_python"`
 	PythonPath       []string `json:"python_path"`
+	DrainSecs        int64    `json:"drain_secs"`
 }
 
 // Defaults returns the built-in configuration: every key at the default the

@@ -18,8 +18,8 @@ func TestSchemaPropertiesEqualStructFields(t *testing.T) {
 	if err := json.Unmarshal(Schema(), &schema); err != nil {
 		t.Fatal(err)
 	}
-	if len(schema.Properties) != 15 {
-		t.Fatalf("schema has %d properties, docs/behaviour.md#configuration-keys lists 15", len(schema.Properties))
+	if len(schema.Properties) != 16 {
+		t.Fatalf("schema has %d properties, docs/behaviour.md#configuration-keys lists 16", len(schema.Properties))
 	}
 	if !reflect.DeepEqual(Keys(), fieldKeys()) {
 		t.Fatalf("schema keys %v\n!= Config fields %v (same order expected)", Keys(), fieldKeys())
@@ -39,7 +39,7 @@ func TestDefaultsMatchContract(t *testing.T) {
 	d := Defaults()
 	want := Config{MaxRuntimes: 32, DefaultTimeoutMS: 5000, MaxTimeoutMS: 30000, IdleTTLSecs: 900,
 		HeapMB: 128, ExternalMB: 64, ScratchMB: 8, ScratchFiles: 64, ScratchRoot: nil, InjectGuidance: true,
-		MaxResultBytes: 32768, MaxStreamBytes: 16384, WarmPoolNode: 2, WarmPoolPython: 2, PythonPath: []string{}}
+		MaxResultBytes: 32768, MaxStreamBytes: 16384, WarmPoolNode: 2, WarmPoolPython: 2, PythonPath: []string{}, DrainSecs: 8}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Defaults() = %+v\nwant %+v", d, want)
 	}

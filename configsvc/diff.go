@@ -13,6 +13,7 @@ type ApplyClass int
 const (
 	NextCall   ApplyClass = iota // read per call: caps, timeouts, guidance
 	NewRuntime                   // per-runtime limits: runtimes created afterwards
+	NextStop                     // drain_secs: the next SIGTERM/SIGINT
 	Immediate                    // max_runtimes, idle_ttl_secs
 	Background                   // warm pools: resized in the background
 )
@@ -26,6 +27,8 @@ func ClassOf(key string) ApplyClass {
 		return Immediate
 	case "warm_pool_node", "warm_pool_python":
 		return Background
+	case "drain_secs":
+		return NextStop
 	}
 	return NextCall
 }
@@ -92,6 +95,8 @@ func affects(c Change, live LiveCounts) string {
 		return "immediately, from the next sweep"
 	case Background:
 		return "pool resizes in the background"
+	case NextStop:
+		return "the next stop"
 	}
 	if c.Key == "inject_guidance" {
 		return "next hook call"

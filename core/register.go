@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/code-runner-go/code-runner/limits"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strings"
@@ -66,8 +67,16 @@ type Namespaces struct {
 	// Claims settles which worker creates a namespace new to the group
 	// (claim.go; nil: every namespace is here).
 	Claims NamespaceClaims
+	// Records keeps every published function's record (records.go; nil:
+	// registrations live in memory only).
+	Records RecordStore
+	// WorkerName is written in each record.
+	WorkerName string
+	// Log gets what goes wrong on the side (a record not deleted).
+	Log *slog.Logger
 
 	mu     sync.Mutex
+	recs   map[string]*nsRecords
 	live   map[nsKey]*nsRuntime
 	claims map[string]*nsClaim
 	langs  langList
@@ -164,9 +173,13 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	if err := CheckOwnID(WhatFunction, req.FunctionID); err != nil {
 		return nil, err
 	}
+	replay := restoring(ctx) != nil
 	if target, err := n.namespaceTarget(ctx, call, FnRegisterFunction, ns); err != nil {
 		return nil, err
 	} else if target != "" {
+		if replay {
+			return nil, ErrServedElsewhere
+		}
 		return n.forwardRegister(ctx, call, target, namespaceGone(ns))
 	}
 	eng, err := n.Run.engine(req.Lang)
@@ -177,6 +190,9 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	} else if target != "" {
+		if replay {
+			return nil, ErrServedElsewhere
+		}
 		return n.forwardRegister(ctx, call, target, namespaceGone(ns))
 	}
 	defer release()
@@ -195,7 +211,7 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 		n.releaseIfUnused(req.FunctionID, owner, nil)
 		// No slot for a namespace new to the group: the least-loaded
 		// other worker gets one try.
-		if ce := AsError(err, call.FunctionID); ce.Code == CodeCapacity && !n.servesNamespace(ns) {
+		if ce := AsError(err, call.FunctionID); ce.Code == CodeCapacity && !replay && !n.servesNamespace(ns) {
 			if target := n.Run.spreadTarget(ctx, call, FnRegisterFunction); target != "" {
 				release() // the other worker claims it for itself
 				return n.forwardRegister(ctx, call, target, ce)
@@ -214,6 +230,18 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 		n.releaseIfUnused(req.FunctionID, owner, nr)
 		return nil, Errorf(CodeEngine, "registration failed: the %s engine cannot host register_function handlers", req.Lang)
 	}
+	// The record first (contract §26.1): a function the store cannot keep
+	// is not published.
+	commit, undo, err := n.keepRecord(ctx, req, ns)
+	if err != nil {
+		if !nr.ids[req.FunctionID] {
+			n.Registry.ReleaseFunction(req.FunctionID, owner)
+		}
+		if created && len(nr.ids) == 0 {
+			n.remove(nr)
+		}
+		return nil, err
+	}
 	// The definition run's guest calls go through this call's bridge
 	// (RegisterStages), under its configuration.
 	dctx, cancel := context.WithTimeout(WithBridge(ctx, call.Bridge), RunBudget(0, call.Config))
@@ -221,6 +249,7 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 	err = definer.Define(dctx, Definition{FunctionID: req.FunctionID, Source: req.Source, Description: req.Description,
 		RequestFormat: req.RequestFormat, ResponseFormat: req.ResponseFormat})
 	if err != nil {
+		undo()
 		if !nr.ids[req.FunctionID] {
 			n.Registry.ReleaseFunction(req.FunctionID, owner)
 		}
@@ -229,6 +258,7 @@ func (n *Namespaces) Register(ctx context.Context, call *Call) (any, error) {
 		}
 		return nil, err
 	}
+	commit()
 	nr.ids[req.FunctionID] = true
 	nr.touched = n.now()
 	return &RegisterResponse{FunctionID: req.FunctionID, Registered: true}, nil
@@ -390,6 +420,11 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 	}
 	n.mu.Unlock()
 	if len(victims) == 0 {
+		// Records no worker restored (their replay failed, or none has
+		// run yet) end with the namespace all the same.
+		if n.dropRecords(ctx, ns, "") {
+			return &TeardownResponse{Namespace: ns, TornDown: true, Unregistered: []string{}}, nil
+		}
 		return nil, Errorf(CodeRuntimeNotFound, `no runtime is registered for namespace %q; register a function in it first, or pass a runtime_id instead`, ns)
 	}
 	set := map[string]bool{}
@@ -405,6 +440,7 @@ func (n *Namespaces) Teardown(ctx context.Context, call *Call) (any, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	n.dropRecords(ctx, ns, "") // before the answer: nothing torn down comes back
 	return &TeardownResponse{Namespace: ns, TornDown: true, Unregistered: ids}, nil
 }
 
@@ -434,6 +470,9 @@ func (n *Namespaces) ReapIdle(ttl time.Duration) int {
 	n.mu.Unlock()
 	for _, nr := range victims {
 		n.destroy(nr)
+		// Reaping is the namespace runtime's end of life (§13.8): its
+		// records go with it.
+		n.dropRecords(context.Background(), nr.key.ns, nr.key.lang)
 		nr.mu.Unlock()
 	}
 	return len(victims)

@@ -100,10 +100,13 @@ func RedactUnheld(next Handler) Handler {
 //	ui-content, workers-changed  (none)
 
 // DoorStages is the stage list every call passes first, outermost first:
-// admission (the call counts as work in flight) and telemetry (a span and
-// the metrics of the invocation). The worker supplies both — core links no
-// OpenTelemetry — and a nil stage is skipped.
-func DoorStages(admit, trace Stage) []Stage { return []Stage{admit, trace} }
+// admission (the call counts as work in flight; a draining worker's Gate
+// refuses it) and telemetry (a span and the metrics of the invocation).
+// The worker supplies them — core links no OpenTelemetry — and a nil stage
+// is skipped.
+func DoorStages(admit, trace Stage, more ...Stage) []Stage {
+	return append([]Stage{admit, trace}, more...)
+}
 
 // Admit counts a call as work in flight while it runs: enter is called as
 // the call starts, and the function it returns as the call ends (the

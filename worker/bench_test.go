@@ -339,3 +339,94 @@ func BenchmarkForwardedKeptTurnOverBus(b *testing.B) {
 		benchutil.Ratio(b, tc.lang+"-floor-over-direct-x", direct, floor)
 	}
 }
+
+// BenchmarkRegisterWithRecord: register_function of a new node id in a
+// live namespace through the test engine, with its record written to the
+// engine's state store, beside the same registration on an engine without
+// a state store (memory-only) in the same run, alternating blocks of 10:
+// p50 of each and their ratio.
+func BenchmarkRegisterWithRecord(b *testing.B) {
+	withStore := discardingEngine(b)
+	bare, err := iiitest.New(iiitest.Options{Logger: quiet(), DiscardFrames: true, NoState: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(bare.Close)
+	startServe(b, withStore, ServeOptions{WorkerName: "cr-record"})
+	startServe(b, bare, ServeOptions{WorkerName: "cr-memory"})
+	i := 0
+	reg := func(e *iiitest.Engine) func() {
+		return func() {
+			i++
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, eb, err := e.Invoke(ctx, "code-runner::register_function", map[string]any{"function_id": fmt.Sprintf("bench-rec::f%d", i), "lang": "node",
+				"source": "export function handler(p) { return p }"}, nil); err != nil || eb != nil {
+				b.Fatalf("%v %+v", err, eb)
+			}
+		}
+	}
+	reg(withStore)() // each namespace exists before the measurement
+	reg(bare)()
+	var recorded, memory benchutil.Samples
+	for n := 0; n < max(b.N, 200); n += 10 {
+		recorded = append(recorded, benchutil.Time(10, reg(withStore))...)
+		memory = append(memory, benchutil.Time(10, reg(bare))...)
+	}
+	recorded.Report(b, "with-record")
+	memory.Report(b, "memory-only")
+	b.ReportMetric(float64(recorded.P(0.5))/float64(memory.P(0.5)), "x-record-vs-memory")
+}
+
+// BenchmarkRestoreAfterRestart: 1,000 registered functions (100 node
+// namespaces of 10 ids) come back after their worker stops and another
+// starts: the time from the new worker's start to the last one answering.
+func BenchmarkRestoreAfterRestart(b *testing.B) {
+	e := discardingEngine(b)
+	cfg := func(s *served) {
+		c := s.app.Router.Live().Config
+		c.MaxRuntimes = 256
+		if eb := e.Config.SetValue(context.Background(), "code-runner", json.RawMessage(c.JSON())); eb != nil {
+			b.Fatal(eb)
+		}
+		for s.app.Router.Live().Config.MaxRuntimes != 256 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	a := startServe(b, e, ServeOptions{WorkerName: "cr-restore"})
+	cfg(a)
+	ids := make([]string, 0, 1000)
+	for ns := 0; ns < 100; ns++ {
+		for f := 0; f < 10; f++ {
+			id := fmt.Sprintf("restore%03d::f%d", ns, f)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, eb, err := e.Invoke(ctx, "code-runner::register_function", map[string]any{"function_id": id, "lang": "node",
+				"source": fmt.Sprintf("export function handler() { return %d }", ns*10+f)}, nil)
+			cancel()
+			if err != nil || eb != nil {
+				b.Fatalf("%s: %v %+v", id, err, eb)
+			}
+			ids = append(ids, id)
+		}
+	}
+	a.stop()
+	start := time.Now()
+	startServe(b, e, ServeOptions{WorkerName: "cr-restore"})
+	ready := time.Since(start)
+	for i, id := range ids {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			out, eb, err := e.Invoke(ctx, id, json.RawMessage(`{}`), nil)
+			cancel()
+			if err == nil && eb == nil && string(out) == fmt.Sprint(i) {
+				break
+			}
+			if time.Since(start) > 120*time.Second {
+				b.Fatalf("%s never came back: %s %+v %v", id, out, eb, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	b.ReportMetric(float64(ready.Milliseconds()), "ms-to-ready")
+	b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-to-last-answer")
+}

@@ -50,6 +50,9 @@ type ServeOptions struct {
 	// HoldInterval overrides how often the worker checks that the shared
 	// ids still have a holder (holdInterval).
 	HoldInterval time.Duration
+	// Abort, closed on a second SIGTERM/SIGINT, ends a drain at once
+	// (contract §26.6): Serve's ctx ending starts the drain.
+	Abort <-chan struct{}
 }
 
 // NoEngineMessage is said once when the first attempt to reach the engine
@@ -92,6 +95,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		admit = core.Admit(func() func() { return o.Procs.Enter(1) })
 		busy = o.Procs.Enter
 	}
+	// gate counts the calls in flight and refuses new ones once the worker
+	// drains (contract §26.6).
+	gate := &core.Gate{}
 	// poke runs the shared-id check at once (holdSharedIDs): on the
 	// engine's worker events and after each reconnect, which registers
 	// everything but the shared ids again.
@@ -100,11 +106,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// that is gone: its answer will never come, and the check after the
 	// reconnect should not wait for its timeout.
 	connected := &signal{}
+	// restore publishes again the recorded namespaces no live worker
+	// serves (contract §26.2); poked with the hold check.
+	restore := &restorer{log: log, pokes: make(chan struct{}, 1)}
 	pokeHold := func() {
 		select {
 		case poke <- struct{}{}:
 		default:
 		}
+		restore.poke()
 	}
 	client := iii.New(iii.Options{URL: o.URL, Name: o.WorkerName, Version: o.Version, Description: o.Description, Namespace: o.Namespace, Logger: log,
 		Contested: isShared, OnConnected: func() { connected.Fire(); pokeHold() },
@@ -199,7 +209,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		configIDs = []string{core.FnOnConfigChange, core.WorkerID(core.FnOnConfigChange, tag)}
 	}
 	owners := &core.EngineOwners{Transport: Transport{Client: client, Tel: tel, Internal: true}, Self: o.WorkerName, Namespace: o.Namespace}
-	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(admit, Trace(tel, log)),
+	app, err := NewApp(AppOptions{Config: cfg, Source: label, ReadConfig: readConfig, ConfigIDs: configIDs, Transport: transport, Bus: Bus{Client: client}, Door: core.DoorStages(gate.Stage(), Trace(tel, log), admit),
 		Owners:  owners,
 		Engines: o.Engines, Log: log, LocalLog: localLog,
 		Tag: tag, Forward: forwarder{t: Transport{Client: client, Tel: tel, Internal: true}, peers: peers}, PeerSeen: peers.Seen, Spread: &spreader{client: client, peers: peers, self: o.WorkerName},
@@ -211,6 +221,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	// One namespace never spans two workers: a namespace new to the group
 	// is created by the worker whose claim stands alone (core/claim.go).
 	app.Namespaces.Claims = &engineClaims{client: client, owners: owners, tag: tag}
+	// Every published function is recorded in the engine's state store
+	// (contract §26.1).
+	app.Namespaces.Records = &stateRecords{client: client, log: log}
+	app.Namespaces.WorkerName, app.Namespaces.Log = o.WorkerName, log
 	app.OnReload = func(accepted bool) { tel.Metrics().Reload(context.Background(), accepted) }
 	fileSrc.Rejected = func() { tel.Metrics().Reload(context.Background(), false) }
 	if err := tel.ObserveRuntimes(func() map[string]int64 {
@@ -356,6 +370,19 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		client.RegisterTrigger(iii.Trigger{TriggerType: "configuration", FunctionID: own, Config: cfgJSON})
 		go func() { _ = app.ConfigChanged.Refresh(ctx) }() // a refusal is logged
 	}
+	// The recorded namespaces no live worker serves come back before this
+	// worker reports ready (contract §26.2); then on every worker event.
+	restore.app, restore.interval = app, holdEvery
+	cctx, cancel := context.WithTimeout(ctx, restoreConnectWait)
+	if client.WaitConnected(cctx) == nil {
+		rctx, cancelPass := context.WithTimeout(ctx, restoreAtStart)
+		restore.pass(rctx)
+		cancelPass()
+	}
+	cancel()
+	rctx, stopRestore := context.WithCancel(ctx)
+	defer stopRestore()
+	go restore.run(rctx)
 	// Everything is registered: reporting the metadata again makes the
 	// engine tell the other workers (engine::workers-available), which then
 	// know this one's ids at once.
@@ -375,6 +402,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	select {
 	case <-ctx.Done():
+		stopRestore()
+		drain(app, client, gate, shared, tag, o.Abort, log)
 		log.Info("code-runner stopping")
 		return nil
 	case err := <-fatal:

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -31,6 +32,12 @@ import (
 // another worker to take the shared ids over. The survivor's RSS (its own
 // process and its isolate hosts), goroutines and descriptors must not
 // grow by more than 10 % from the first kill to the end.
+//
+// Registered functions are invoked throughout (contract §26): before each
+// kill the victim publishes a namespace of its own, node and python; after
+// each kill every function registered so far answers again within 10 s
+// (the survivor restores the victim's from their records), and none
+// answers wrongly.
 func TestSoakGroup(t *testing.T) {
 	// Both engine modes (contract §24): a 0.22 engine, where the last
 	// writer of a shared id wins, and a 0.23 one, which refuses it.
@@ -82,6 +89,54 @@ func soakGroup(t *testing.T, refusing bool) {
 
 	var mu sync.Mutex
 	var kills []time.Time
+	// The registered functions so far: id → the n it adds.
+	durable := map[string]int{}
+	publishOnVictim := func(round int) {
+		for i, lang := range []string{"node", "node", "python"} {
+			id := fmt.Sprintf("durable%d::f%d", round, i)
+			add := round*10 + i
+			src := fmt.Sprintf("export function handler(p) { return p.n + %d }", add)
+			if lang == "python" {
+				src = fmt.Sprintf("def handler(p):\n    return p['n'] + %d", add)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			err := soakCall(cctx, e, "code-runner::register_function@"+victimTag, map[string]any{"function_id": id, "lang": lang, "source": src}, nil)
+			cancel()
+			if err != nil {
+				t.Fatalf("publishing %s on the victim: %v\n%s", id, err, victimLog.String())
+			}
+			mu.Lock()
+			durable[id] = add
+			mu.Unlock()
+		}
+	}
+	// everyDurableAnswers waits up to 10 s after the kill at k for every
+	// registered function to answer right.
+	everyDurableAnswers := func(k time.Time) {
+		mu.Lock()
+		ids := make(map[string]int, len(durable))
+		for id, add := range durable {
+			ids[id] = add
+		}
+		mu.Unlock()
+		for id, add := range ids {
+			var got int
+			var err error
+			for {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				err = soakCall(cctx, e, id, map[string]any{"n": 1}, &got)
+				cancel()
+				if err == nil && got == add+1 || time.Since(k) > 10*time.Second {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil || got != add+1 {
+				t.Errorf("%s did not answer right within 10 s of a kill: %d %v", id, got, err)
+			}
+		}
+	}
+	publishOnVictim(0)
 	failures := map[string]int{} // explained failures by function and code
 	// explained reports whether err, for a task that ran from t0 to t1, is
 	// one a kill explains.
@@ -91,8 +146,14 @@ func soakGroup(t *testing.T, refusing bool) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		// 5 s to take the shared ids over (§24.3), 10 s to restore a
+		// namespace (§26.2).
+		grace := 5 * time.Second
+		if strings.HasPrefix(err.Error(), "durable") {
+			grace = 10 * time.Second
+		}
 		for _, k := range kills {
-			if !t0.After(k.Add(5*time.Second)) && !t1.Before(k) {
+			if !t0.After(k.Add(grace)) && !t1.Before(k) {
 				return true
 			}
 		}
@@ -113,7 +174,26 @@ func soakGroup(t *testing.T, refusing bool) {
 				default:
 				}
 				var task soakTask
-				switch rand.IntN(5) {
+				switch rand.IntN(6) {
+				case 5:
+					mu.Lock()
+					var id string
+					add := 0
+					for k, v := range durable { // any one
+						id, add = k, v
+						break
+					}
+					mu.Unlock()
+					task = soakTask{"registered function", func(ctx context.Context, e *iiitest.Engine) error {
+						var got int
+						if err := soakCall(ctx, e, id, map[string]any{"n": i}, &got); err != nil {
+							return err
+						}
+						if got != i+add {
+							return fmt.Errorf("%w: %s answered %d, want %d", errWrongAnswer, id, got, i+add)
+						}
+						return nil
+					}}
 				case 0:
 					task = nodeOneShot(i)
 				case 1:
@@ -173,7 +253,9 @@ func soakGroup(t *testing.T, refusing bool) {
 		mu.Unlock()
 		_ = victim.Process.Kill()
 		_ = victim.Wait()
+		everyDurableAnswers(kills[len(kills)-1])
 		startVictim()
+		publishOnVictim(n + 1)
 		if n == 0 {
 			first = gauges()
 		}

@@ -24,22 +24,38 @@ func workerName(env envFunc) string {
 }
 
 // serve runs the worker until SIGINT/SIGTERM and returns the exit status:
-// 0 after a clean stop (within the launchers' 10 s window), 1 when boot
-// fails or the engine rejects the worker.
+// 0 after a clean stop, 1 when boot fails or the engine rejects the
+// worker. The first signal starts the drain (contract §26.6: new work
+// refused, functions handed to the group, calls in flight given up to
+// drain_secs); a second ends the drain at once; then the worker stops
+// within the launchers' 10 s window (§20.2 step 10).
 func serve(opts *options, env envFunc, log *slog.Logger) int {
 	// One P while at most one call is in flight, the CPUs plus spare Ps
 	// from the second on; a GOMAXPROCS the operator set is kept as set.
 	_, procsSet := env("GOMAXPROCS")
 	gov := tuning.ServeGovernor(procsSet)
 	defer gov.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	abort := make(chan struct{})
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		stop()
+		if _, ok := <-sigs; ok {
+			close(abort)
+		}
+	}()
 	done := make(chan error, 1)
 	go func() {
 		done <- worker.Serve(ctx, worker.ServeOptions{
 			URL: opts.URL, Namespace: opts.Namespace, WorkerName: workerName(env), Version: buildinfo.Version,
 			Description: description, ConfigSource: opts.ConfigSource, ConfigFile: opts.ConfigFile, SeedPath: opts.Config,
-			Env: env, Log: log, Procs: gov, Engines: standard.Modules(standard.Options{}),
+			Env: env, Log: log, Procs: gov, Engines: standard.Modules(standard.Options{}), Abort: abort,
 		})
 	}()
 	select {
@@ -51,14 +67,23 @@ func serve(opts *options, env envFunc, log *slog.Logger) int {
 		return 0
 	case <-ctx.Done():
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			log.Error("code-runner stopped with an error", "err", err)
-			return 1
+	// The drain bounds itself (drain_secs, at most 300 s, or the second
+	// signal); what follows it is bounded here.
+	grace := time.After(309 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				log.Error("code-runner stopped with an error", "err", err)
+				return 1
+			}
+			return 0
+		case <-abort:
+			abort = nil
+			grace = time.After(9 * time.Second)
+		case <-grace:
+			log.Warn("shutdown did not finish in time; exiting anyway")
+			return 0
 		}
-	case <-time.After(9 * time.Second):
-		log.Warn("shutdown did not finish in time; exiting anyway")
 	}
-	return 0
 }

@@ -306,6 +306,9 @@ func (r *runtime) registerTrigger(raw json.RawMessage) (string, error) {
 	if err := capsfilter.CheckTriggerTarget(a.FunctionID); err != nil {
 		return "", err
 	}
+	if err := capsfilter.CheckTriggerBinding(a.Type, a.Config); err != nil {
+		return "", err
+	}
 	// A target is not published: the engine invokes it when the trigger
 	// fires, with no more authority than the guest's own iii.trigger. So it
 	// keeps only the rules that need no engine (contract §22a.6, amended); a

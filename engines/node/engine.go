@@ -1,5 +1,5 @@
-// Package node is code-runner's JavaScript engine: V8 isolates
-// (github.com/tommie/v8go) that never run in the worker process. Each live
+// Package node is code-runner's JavaScript engine: V8 isolates (our own
+// binding, engines/node/v8) that never run in the worker process. Each live
 // runtime owns one isolate-host process — the same binary in a hidden mode
 // (package isolatehost) — spoken to over its stdin/stdout in hostproto frames
 // and supervised from here: deadlines, the heap cap, the resident-memory

@@ -63,6 +63,9 @@ type Options struct {
 	// and names are not leased. (Function ids are not keyed by namespace
 	// here in either mode.)
 	Refusing bool
+	// NoState starts the engine without its state module (state::* answer
+	// function_not_found), as an engine whose state module is off.
+	NoState bool
 }
 
 // Recorded is one frame seen by the engine.
@@ -97,6 +100,8 @@ type Engine struct {
 	Config  *ConfigurationFake
 	Harness *HarnessFake
 	Console *ConsoleFake
+	// State is the state module (nil functions with Options.NoState).
+	State *StateFake
 }
 
 // FailNext makes the next n calls a worker makes to the in-process
@@ -211,6 +216,7 @@ func New(opts Options) (*Engine, error) {
 		triggerTypes: map[string]*triggerType{}, triggers: map[string]*trigger{}, changed: make(chan struct{})}
 	e.installBuiltins()
 	e.Config = newConfigurationFake(e)
+	e.State = newStateFake(e, !opts.NoState)
 	e.Harness = newHarnessFake(e)
 	e.Console = newConsoleFake(e)
 

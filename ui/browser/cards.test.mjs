@@ -88,7 +88,8 @@ test('the configuration form reports the full next value', async () => {
   await page.locator('[data-field="max_runtimes"]').fill('4')
   const next = await page.evaluate(() => window.__lastConfig)
   assert.equal(next.max_runtimes, 4)
-  assert.equal(Object.keys(next).length, 15)
+  assert.equal(Object.keys(next).length, 16)
+  assert.equal(next.drain_secs, 8)
 })
 
 test('screenshots of each card', async () => {

@@ -9,7 +9,8 @@ var SECTIONS = [
   { title: "runtimes & memory", applies: "applies to runtimes created after saving", fields: [{ key: "heap_mb", kind: "int", unit: "MiB" }, { key: "external_mb", kind: "int", unit: "MiB" }] },
   { title: "scratch", applies: "applies to runtimes created after saving", fields: [{ key: "scratch_mb", kind: "int", unit: "MiB" }, { key: "scratch_files", kind: "int" }, { key: "scratch_root", kind: "path" }] },
   { title: "warm pools", applies: "resizes in the background", fields: [{ key: "warm_pool_node", kind: "int", max: 16 }, { key: "warm_pool_python", kind: "int", max: 16 }] },
-  { title: "python packages", applies: "applies to python interpreters started after saving", fields: [{ key: "python_path", kind: "paths" }] }
+  { title: "python packages", applies: "applies to python interpreters started after saving", fields: [{ key: "python_path", kind: "paths" }] },
+  { title: "stopping", applies: "applies to the next stop", fields: [{ key: "drain_secs", kind: "int", unit: "s", max: 300 }] }
 ];
 function pathList(text) {
   return text.split("\n").map((l) => l.trim()).filter((l) => l !== "");
@@ -29,7 +30,8 @@ var DEFAULTS = {
   max_stream_bytes: 16384,
   warm_pool_node: 2,
   warm_pool_python: 2,
-  python_path: []
+  python_path: [],
+  drain_secs: 8
 };
 function tokens(bytes) {
   return bytes === 0 ? "disabled" : `≈ ${Math.round(bytes / 4).toLocaleString("en-US")} tokens`;

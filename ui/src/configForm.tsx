@@ -21,6 +21,7 @@ export const SECTIONS: { title: string; applies: string; fields: Field[] }[] = [
   { title: 'scratch', applies: 'applies to runtimes created after saving', fields: [{ key: 'scratch_mb', kind: 'int', unit: 'MiB' }, { key: 'scratch_files', kind: 'int' }, { key: 'scratch_root', kind: 'path' }] },
   { title: 'warm pools', applies: 'resizes in the background', fields: [{ key: 'warm_pool_node', kind: 'int', max: 16 }, { key: 'warm_pool_python', kind: 'int', max: 16 }] },
   { title: 'python packages', applies: 'applies to python interpreters started after saving', fields: [{ key: 'python_path', kind: 'paths' }] },
+  { title: 'stopping', applies: 'applies to the next stop', fields: [{ key: 'drain_secs', kind: 'int', unit: 's', max: 300 }] },
 ]
 
 /** pathList turns the python_path text area (one path per line) into the key's list. */
@@ -31,7 +32,7 @@ export function pathList(text: string): string[] {
 const DEFAULTS: Record<string, unknown> = {
   max_runtimes: 32, default_timeout_ms: 5000, max_timeout_ms: 30000, idle_ttl_secs: 900, heap_mb: 128, external_mb: 64,
   scratch_mb: 8, scratch_files: 64, scratch_root: null, inject_guidance: true, max_result_bytes: 32768, max_stream_bytes: 16384,
-  warm_pool_node: 2, warm_pool_python: 2, python_path: [],
+  warm_pool_node: 2, warm_pool_python: 2, python_path: [], drain_secs: 8,
 }
 
 /** tokens estimates model tokens for a byte cap (≈ 4 bytes per token). */

@@ -26,6 +26,7 @@ func main() {
 	withDemo := flag.Bool("demo-worker", false, "also connect the Go demo worker \"g\"")
 	enqueue := flag.Bool("in-memory-queue", false, "serve the enqueue action with an in-memory queue")
 	verbose := flag.Bool("v", false, "log engine activity to stderr")
+	noState := flag.Bool("no-state", false, "start without the state module (state::* answer function_not_found), as an engine whose state module is off")
 	version := flag.String("engine-version", "0.22", "duplicate handling of which engine: 0.22 (the last writer of an id wins) or 0.23 (a second owner of an id, or of a worker name, is refused)")
 	flag.Parse()
 
@@ -34,7 +35,7 @@ func main() {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	opts := iiitest.Options{Logger: log, Addr: *addr}
+	opts := iiitest.Options{Logger: log, Addr: *addr, NoState: *noState}
 	switch *version {
 	case "0.22":
 	case "0.23":
